@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Integration suites start real servers with real onnxruntime sessions; on 2 cores they
+    // measure each other's latency if run side by side.
+    fileParallelism: false,
+  },
+})
