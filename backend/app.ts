@@ -1,0 +1,43 @@
+import { Hono } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
+import type { BackendDeps, BackendEnv } from './env.ts'
+import { InferenceError } from './errors.ts'
+import { errorFields } from './logger.ts'
+import { healthRoutes } from './routes/health.ts'
+import { inferRoutes } from './routes/infer.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { modelRoutes } from './routes/models.ts'
+import { repositoryRoutes } from './routes/repository.ts'
+
+/**
+ * The inference server's HTTP surface: the Open Inference Protocol REST API, its repository
+ * extension, statistics and Prometheus metrics. Every failure leaves as `{"error": "..."}`.
+ */
+export const createApp = (deps: BackendDeps) => {
+  const { settings, logger } = deps
+  const app = new Hono<BackendEnv>()
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: settings.MAX_BODY_BYTES,
+      onError: () => {
+        throw new InferenceError(413, `request body exceeds ${settings.MAX_BODY_BYTES} bytes`, {}, 'too_large')
+      },
+    }),
+  )
+  app.route('/', healthRoutes(deps))
+  app.route('/', metricsRoutes(deps))
+  app.route('/', inferRoutes(deps))
+  app.route('/', modelRoutes(deps))
+  app.route('/', repositoryRoutes(deps))
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404))
+  app.onError((err, c) => {
+    if (err instanceof InferenceError) {
+      if (err.status >= 500) logger.warn('request failed', { path: c.req.path, status: err.status, error: err.message })
+      return c.json({ error: err.message }, err.status, err.headers)
+    }
+    logger.error('unhandled error', { path: c.req.path, ...errorFields(err) })
+    return c.json({ error: 'internal server error' }, 500)
+  })
+  return app
+}

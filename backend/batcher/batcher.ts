@@ -1,0 +1,342 @@
+import { performance } from 'node:perf_hooks'
+import type { BatchReason } from '../../shared/protocol.ts'
+import { InferenceError } from '../errors.ts'
+import { concatRows, sliceRows, type TensorMap } from '../executor/tensor.ts'
+import type { RunResult } from '../executor/executor.ts'
+
+/** What the batcher needs of an executor: how many instances are free, and a way to run a batch. */
+export interface BatchExecutor {
+  readonly idle: number
+  readonly size: number
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult>
+}
+
+export interface BatcherOptions {
+  /** Rows per run; requests larger than this are split. */
+  maxBatchSize: number
+  maxQueueDelayUs: number
+  preferredBatchSizes: readonly number[]
+  /** Rows that may wait; beyond it requests are refused with 429. */
+  maxQueueSize: number
+  /** Off: every request runs alone, in arrival order. */
+  batching: boolean
+}
+
+export interface BatchRequest {
+  /** Inputs, each with the request's rows as dims[0]. */
+  inputs: TensorMap
+  rows: number
+  outputs: string[]
+  /** performance.now() by which the request must have started running. */
+  deadline?: number
+}
+
+export interface BatchResult {
+  outputs: TensorMap
+  queueUs: number
+  computeUs: number
+  batchSize: number
+  batchReason: BatchReason
+}
+
+/** Hooks for metrics; called on the hot path, so they must be cheap. */
+export interface BatchObserver {
+  batch(size: number, reason: BatchReason, computeUs: number, queueUs: readonly number[]): void
+  refused(reason: 'queue_full' | 'deadline_unmeetable' | 'expired' | 'draining'): void
+}
+
+interface Entry {
+  inputs: TensorMap
+  rows: number
+  outputs: string[]
+  enqueuedAt: number
+  /** Set once the entry has left the queue: dispatched, expired or cancelled. */
+  settled: boolean
+  expiry?: NodeJS.Timeout
+  resolve(result: BatchResult): void
+  reject(err: InferenceError): void
+}
+
+const RATE_SMOOTHING = 0.2
+
+/**
+ * The dynamic batcher of one model version (Triton's semantics, plus bounded admission and
+ * deadlines). A batch leaves as soon as `maxBatchSize` rows wait (`full`), queued requests add
+ * up to a preferred size (`preferred`), or the oldest request has waited `maxQueueDelayUs`
+ * (`delay`) — and only when an executor instance is free, so the next batch keeps forming
+ * while the current one runs.
+ */
+export class Batcher {
+  private queue: Entry[] = []
+  private head = 0
+  private queuedRows = 0
+  private runningRows = 0
+  private timer: NodeJS.Timeout | undefined
+  private timerAt = Infinity
+  private closing = false
+  private idleWaiters: Array<() => void> = []
+  /** Measured throughput of one instance in rows per millisecond, 0 until a batch has run. */
+  private rowsPerMs = 0
+
+  constructor(
+    private readonly executor: BatchExecutor,
+    private readonly options: BatcherOptions,
+    private readonly observer: BatchObserver = { batch() {}, refused() {} },
+  ) {}
+
+  /** Rows waiting plus rows running: the autoscaling signal. */
+  get depth(): number {
+    return this.queuedRows + this.runningRows
+  }
+
+  /** Rows per second all instances drain at, as last measured; 0 before any batch ran. */
+  get drainRate(): number {
+    return this.rowsPerMs * 1000 * this.executor.size
+  }
+
+  submit(request: BatchRequest): Promise<BatchResult> {
+    if (this.closing) {
+      this.observer.refused('draining')
+      return Promise.reject(new InferenceError(503, 'model version is unloading; retry', { 'retry-after': '1' }, 'draining'))
+    }
+    this.admit(request)
+    const now = performance.now()
+    const limit = this.options.batching ? this.options.maxBatchSize : Infinity
+    const promise =
+      request.rows <= limit
+        ? new Promise<BatchResult>((resolve, reject) => this.enqueue(request, now, resolve, reject))
+        : this.submitSplit(request, limit, now)
+    this.pump()
+    return promise
+  }
+
+  /** Stops admitting, lets everything queued and running finish, then resolves. */
+  drain(): Promise<void> {
+    this.closing = true
+    this.pump()
+    return this.depth === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  private admit({ rows, deadline }: BatchRequest): void {
+    const { maxQueueSize } = this.options
+    const rate = this.drainRate
+    if (this.queuedRows + rows > maxQueueSize) {
+      this.observer.refused('queue_full')
+      const excess = this.queuedRows + rows - maxQueueSize
+      throw new InferenceError(
+        429,
+        `queue full: ${this.queuedRows} rows waiting, limit ${maxQueueSize}, request has ${rows}`,
+        { 'retry-after': String(retryAfterSeconds(excess, rate)) },
+        'queue_full',
+      )
+    }
+    if (deadline !== undefined && rate > 0) {
+      const waitMs = ((this.depth + rows) / rate) * 1000
+      const leftMs = deadline - performance.now()
+      if (waitMs > leftMs) {
+        this.observer.refused('deadline_unmeetable')
+        throw new InferenceError(
+          429,
+          `deadline cannot be met: predicted wait ${Math.ceil(waitMs)} ms (${this.depth} rows ahead at ${Math.round(rate)} rows/s), ${Math.max(0, Math.floor(leftMs))} ms left`,
+          { 'retry-after': String(retryAfterSeconds(this.depth, rate)) },
+          'deadline_unmeetable',
+        )
+      }
+    }
+  }
+
+  private enqueue(
+    request: BatchRequest,
+    now: number,
+    resolve: (r: BatchResult) => void,
+    reject: (e: InferenceError) => void,
+  ): Entry {
+    const entry: Entry = { inputs: request.inputs, rows: request.rows, outputs: request.outputs, enqueuedAt: now, settled: false, resolve, reject }
+    if (request.deadline !== undefined) {
+      entry.expiry = setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
+    }
+    this.queue.push(entry)
+    this.queuedRows += entry.rows
+    return entry
+  }
+
+  private submitSplit(request: BatchRequest, limit: number, now: number): Promise<BatchResult> {
+    return new Promise((resolve, reject) => {
+      const chunks: Entry[] = []
+      const results: BatchResult[] = []
+      let remaining = Math.ceil(request.rows / limit)
+      let failed = false
+      const fail = (err: InferenceError) => {
+        if (failed) return
+        failed = true
+        for (const chunk of chunks) this.cancel(chunk)
+        reject(err)
+      }
+      for (let start = 0, index = 0; start < request.rows; start += limit, index++) {
+        const rows = Math.min(limit, request.rows - start)
+        const inputs = mapTensors(request.inputs, (t) => sliceRows(t, start, rows))
+        const chunkRequest = { ...request, inputs, rows }
+        const at = index
+        chunks.push(
+          this.enqueue(chunkRequest, now, (result) => {
+            results[at] = result
+            if (--remaining === 0 && !failed) resolve(joinResults(results))
+          }, fail),
+        )
+      }
+    })
+  }
+
+  private expire(entry: Entry): void {
+    if (entry.settled) return
+    this.cancel(entry)
+    this.observer.refused('expired')
+    entry.reject(new InferenceError(504, `deadline expired after ${Math.round(performance.now() - entry.enqueuedAt)} ms in the queue`, {}, 'expired'))
+  }
+
+  private cancel(entry: Entry): void {
+    if (entry.settled) return
+    entry.settled = true
+    clearTimeout(entry.expiry)
+    this.queuedRows -= entry.rows
+    this.notifyIfIdle()
+  }
+
+  /** Sends every batch that is due while an instance is free. */
+  private pump(): void {
+    while (this.executor.idle > 0) {
+      const oldest = this.peek()
+      if (!oldest) break
+      const now = performance.now()
+      const batch = this.formBatch(oldest, now)
+      if (!batch) {
+        this.wakeAt(oldest.enqueuedAt + this.options.maxQueueDelayUs / 1000, now)
+        break
+      }
+      this.dispatch(batch.entries, batch.reason, now)
+    }
+  }
+
+  private formBatch(oldest: Entry, now: number): { entries: Entry[]; reason: BatchReason } | undefined {
+    const { batching, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = this.options
+    if (!batching) return { entries: this.take(1, Infinity), reason: 'single' }
+    if (this.queuedRows >= maxBatchSize) return { entries: this.take(Infinity, maxBatchSize), reason: 'full' }
+    const preferred = this.preferredPrefix(preferredBatchSizes)
+    if (preferred > 0) return { entries: this.take(Infinity, preferred), reason: 'preferred' }
+    if (this.closing || now - oldest.enqueuedAt >= maxQueueDelayUs / 1000) {
+      return { entries: this.take(Infinity, maxBatchSize), reason: 'delay' }
+    }
+    return undefined
+  }
+
+  /** The largest preferred size that queued requests, in order, add up to exactly; 0 if none. */
+  private preferredPrefix(sizes: readonly number[]): number {
+    if (sizes.length === 0) return 0
+    let best = 0
+    let sum = 0
+    for (let i = this.head; i < this.queue.length; i++) {
+      const entry = this.queue[i]
+      if (entry.settled) continue
+      sum += entry.rows
+      if (sum > this.options.maxBatchSize) break
+      if (sizes.includes(sum)) best = sum
+    }
+    return best
+  }
+
+  private peek(): Entry | undefined {
+    while (this.head < this.queue.length && this.queue[this.head].settled) this.head++
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head)
+      this.head = 0
+    }
+    return this.queue[this.head]
+  }
+
+  /** Takes entries in arrival order, at most `count` of them and `rows` rows in all. */
+  private take(count: number, rows: number): Entry[] {
+    const taken: Entry[] = []
+    let total = 0
+    for (let entry = this.peek(); entry && taken.length < count && total + entry.rows <= rows; entry = this.peek()) {
+      entry.settled = true
+      clearTimeout(entry.expiry)
+      this.head++
+      total += entry.rows
+      taken.push(entry)
+    }
+    this.queuedRows -= total
+    return taken
+  }
+
+  private dispatch(entries: Entry[], reason: BatchReason, now: number): void {
+    const rows = entries.reduce((n, e) => n + e.rows, 0)
+    const names = Object.keys(entries[0].inputs)
+    const feeds = Object.fromEntries(names.map((name) => [name, concatRows(entries.map((e) => e.inputs[name]))]))
+    const outputs = [...new Set(entries.flatMap((e) => e.outputs))]
+    const queueUs = entries.map((e) => Math.round((now - e.enqueuedAt) * 1000))
+    this.runningRows += rows
+    this.executor.run(feeds, outputs).then(
+      ({ outputs: results, computeUs }) => {
+        const elapsedMs = performance.now() - now
+        const rate = rows / Math.max(elapsedMs, 1e-3)
+        this.rowsPerMs = this.rowsPerMs === 0 ? rate : this.rowsPerMs + RATE_SMOOTHING * (rate - this.rowsPerMs)
+        this.observer.batch(rows, reason, computeUs, queueUs)
+        if (entries.length === 1) {
+          // A lone request (always so for models without a batch dimension) takes the outputs whole.
+          const [entry] = entries
+          entry.resolve({ outputs: pick(results, entry.outputs), queueUs: queueUs[0], computeUs, batchSize: rows, batchReason: reason })
+          return
+        }
+        let offset = 0
+        entries.forEach((entry, i) => {
+          const mine = Object.fromEntries(entry.outputs.map((name) => [name, sliceRows(results[name], offset, entry.rows)]))
+          offset += entry.rows
+          entry.resolve({ outputs: mine, queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason })
+        })
+      },
+      (err: unknown) => {
+        const detail = err instanceof Error ? err.message : String(err)
+        for (const entry of entries) entry.reject(new InferenceError(500, `inference failed: ${detail}`, {}, 'inference_failed'))
+      },
+    ).finally(() => {
+      this.runningRows -= rows
+      this.pump()
+      this.notifyIfIdle()
+    })
+  }
+
+  private wakeAt(at: number, now: number): void {
+    if (this.timer && this.timerAt <= at) return
+    clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.timerAt = Infinity
+      this.pump()
+    }, Math.max(0, at - now))
+  }
+
+  private notifyIfIdle(): void {
+    if (this.depth !== 0 || this.idleWaiters.length === 0) return
+    clearTimeout(this.timer)
+    for (const wake of this.idleWaiters.splice(0)) wake()
+  }
+}
+
+const retryAfterSeconds = (rows: number, rowsPerSecond: number): number =>
+  rowsPerSecond > 0 ? Math.max(1, Math.ceil(rows / rowsPerSecond)) : 1
+
+const pick = (tensors: TensorMap, names: readonly string[]): TensorMap =>
+  Object.fromEntries(names.map((name) => [name, tensors[name]]))
+
+const mapTensors = (tensors: TensorMap, f: (t: TensorMap[string]) => TensorMap[string]): TensorMap =>
+  Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, f(t)]))
+
+/** Reassembles the chunks of a split request in order. */
+const joinResults = (parts: BatchResult[]): BatchResult => ({
+  outputs: Object.fromEntries(Object.keys(parts[0].outputs).map((name) => [name, concatRows(parts.map((p) => p.outputs[name]))])),
+  queueUs: Math.max(...parts.map((p) => p.queueUs)),
+  computeUs: parts.reduce((n, p) => n + p.computeUs, 0),
+  batchSize: Math.max(...parts.map((p) => p.batchSize)),
+  batchReason: parts[parts.length - 1].batchReason,
+})

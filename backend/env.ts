@@ -1,0 +1,20 @@
+import type { Logger } from './logger.ts'
+import type { ModelManager } from './loader/model-manager.ts'
+import type { Metrics } from './monitor/metrics.ts'
+import type { Settings } from './settings.ts'
+
+/** Everything the HTTP layer needs, built once by the server (or a test) and passed down. */
+export interface BackendDeps {
+  settings: Settings
+  logger: Logger
+  manager: ModelManager
+  metrics: Metrics
+}
+
+/** Hono environment of the backend app. */
+export interface BackendEnv {
+  Variables: {
+    /** The infer body, parsed by `requireJson`. */
+    body: unknown
+  }
+}

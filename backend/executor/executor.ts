@@ -1,0 +1,163 @@
+import { Worker } from 'node:worker_threads'
+import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
+import type { WorkerInit, WorkerReply, WorkerRequest } from './messages.ts'
+import type { TensorMap } from './tensor.ts'
+
+export interface ExecutorOptions extends WorkerInit {
+  /** Worker threads, each with its own session; one run per instance at a time. */
+  instanceCount: number
+}
+
+export interface RunResult {
+  outputs: TensorMap
+  computeUs: number
+}
+
+interface Pending {
+  resolve: (result: RunResult) => void
+  reject: (err: Error) => void
+}
+
+const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url)
+
+// Under tsx (development, tests) the worker is TypeScript too and needs the same loader; a
+// compiled build runs worker.js directly.
+const workerExecArgv = (): string[] =>
+  workerUrl.pathname.endsWith('.ts')
+    ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]
+    : []
+
+/** One worker thread holding one session. */
+class Instance {
+  private pending: Pending | undefined
+  private nextId = 0
+  provider = 'unknown'
+  inputNames: string[] = []
+  outputNames: string[] = []
+
+  private constructor(private readonly worker: Worker, private readonly onLost: (instance: Instance, err: Error) => void) {}
+
+  static start(init: WorkerInit, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
+    const worker = new Worker(workerUrl, { workerData: init, execArgv: workerExecArgv() })
+    const instance = new Instance(worker, onLost)
+    return new Promise((resolve, reject) => {
+      const fail = (err: Error) => {
+        void worker.terminate()
+        reject(err)
+      }
+      worker.once('error', fail)
+      worker.once('message', (first: WorkerReply) => {
+        worker.off('error', fail)
+        if (first.type !== 'ready') return fail(new Error(first.type === 'failed' ? first.message : 'worker did not start'))
+        instance.provider = first.provider
+        instance.inputNames = first.inputNames
+        instance.outputNames = first.outputNames
+        instance.listen()
+        resolve(instance)
+      })
+    })
+  }
+
+  get busy(): boolean {
+    return this.pending !== undefined
+  }
+
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
+    const id = ++this.nextId
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject }
+      const message: WorkerRequest = { type: 'run', id, feeds, outputs }
+      this.worker.postMessage(message)
+    })
+  }
+
+  async close(): Promise<void> {
+    this.worker.removeAllListeners('exit')
+    const message: WorkerRequest = { type: 'close' }
+    this.worker.postMessage(message)
+    await this.worker.terminate()
+  }
+
+  private listen() {
+    this.worker.on('message', (reply: WorkerReply) => {
+      const pending = this.pending
+      this.pending = undefined
+      if (!pending) return
+      if (reply.type === 'result') pending.resolve({ outputs: reply.outputs, computeUs: reply.computeUs })
+      else pending.reject(new Error(reply.type === 'failed' ? reply.message : 'unexpected worker reply'))
+    })
+    const lost = (err: Error) => {
+      this.pending?.reject(err)
+      this.pending = undefined
+      this.onLost(this, err)
+    }
+    this.worker.on('error', lost)
+    this.worker.on('exit', (code) => lost(new Error(`inference worker exited with code ${code}`)))
+  }
+}
+
+/**
+ * A pool of inference worker threads for one model version. The batcher asks how many are idle
+ * and hands each a whole batch; a worker that dies is replaced and its batch fails.
+ */
+export class Executor {
+  private closed = false
+
+  private constructor(private readonly options: ExecutorOptions, private readonly instances: Instance[]) {}
+
+  static async start(options: ExecutorOptions): Promise<Executor> {
+    const executor = new Executor(options, [])
+    const started = await Promise.allSettled(
+      Array.from({ length: options.instanceCount }, () => Instance.start(options, executor.replace)),
+    )
+    const instances = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
+    const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+    if (failure) {
+      await Promise.all(instances.map((i) => i.close()))
+      throw failure.reason instanceof Error ? failure.reason : new Error(String(failure.reason))
+    }
+    executor.instances.push(...instances)
+    return executor
+  }
+
+  /** The execution provider the sessions run on. */
+  get provider(): string {
+    return this.instances[0]?.provider ?? 'unknown'
+  }
+
+  /** Tensor names the model itself declares. */
+  get signature(): { inputs: string[]; outputs: string[] } {
+    return { inputs: this.instances[0]?.inputNames ?? [], outputs: this.instances[0]?.outputNames ?? [] }
+  }
+
+  get size(): number {
+    return this.instances.length
+  }
+
+  get idle(): number {
+    return this.instances.reduce((n, i) => (i.busy ? n : n + 1), 0)
+  }
+
+  /** Runs a batch on an idle instance; the caller checks `idle` first. */
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
+    const instance = this.instances.find((i) => !i.busy)
+    if (!instance) return Promise.reject(new Error('no idle inference instance'))
+    return instance.run(feeds, outputs)
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    await Promise.all(this.instances.splice(0).map((i) => i.close()))
+  }
+
+  private replace = (lost: Instance): void => {
+    const at = this.instances.indexOf(lost)
+    if (at === -1 || this.closed) return
+    this.instances.splice(at, 1)
+    Instance.start(this.options, this.replace).then(
+      (fresh) => (this.closed ? void fresh.close() : void this.instances.push(fresh)),
+      () => {},
+    )
+  }
+}

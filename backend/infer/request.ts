@@ -1,0 +1,170 @@
+import { FLOAT_DATATYPES, INTEGER_RANGES, type Datatype } from '../../shared/datatypes.ts'
+import { badRequest } from '../errors.ts'
+import { allocate, type TensorMap, type TensorValues } from '../executor/tensor.ts'
+import type { ModelConfig, TensorConfig } from '../repository/model-config.ts'
+
+/** An infer request checked against its model and converted to tensors. */
+export interface ParsedInfer {
+  id: string | undefined
+  inputs: TensorMap
+  /** The batch dimension (1 for models without one). */
+  rows: number
+  outputs: string[]
+}
+
+export interface ParseLimits {
+  maxRows: number
+  /** Bound on shape products, so a bogus shape cannot make us allocate more than the body could fill. */
+  maxElements: number
+}
+
+const FP32_MAX = 3.4028234663852886e38
+const NON_FINITE: Readonly<Record<string, number>> = { NaN: Number.NaN, Infinity: Infinity, '-Infinity': -Infinity }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+const describe = (v: unknown): string => {
+  if (Array.isArray(v)) return 'an array'
+  if (v === null) return 'null'
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`
+  if (typeof v === 'object') return 'an object'
+  return `${typeof v} ${String(v)}`
+}
+
+const checkKeys = (value: Record<string, unknown>, allowed: readonly string[], where: string) => {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) throw badRequest(`${where} has an unknown field "${key}" (allowed: ${allowed.join(', ')})`)
+  }
+}
+
+const checkParameters = (value: unknown, where: string) => {
+  if (value === undefined) return
+  if (!isObject(value)) throw badRequest(`${where}.parameters must be an object`)
+  for (const [key, v] of Object.entries(value)) {
+    if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters.${key} must be a string, number or boolean`)
+  }
+  if (value.binary_data_output !== undefined || value.binary_data_size !== undefined) {
+    throw badRequest(`${where}: the binary tensor data extension is not supported; send JSON data`)
+  }
+}
+
+/** Why an element was refused: what was expected instead. */
+class Invalid {
+  constructor(readonly expected: string) {}
+}
+
+/** Converts one JSON element for a datatype (BOOL to 0/1, 64-bit integers to bigint). */
+const element = (v: unknown, datatype: Datatype, allowNonFinite: boolean): number | bigint | string | Invalid => {
+  if (FLOAT_DATATYPES.has(datatype)) {
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v) && !allowNonFinite) return new Invalid('a finite number (a literal this large overflows to Infinity)')
+      if (datatype === 'FP32' && Number.isFinite(v) && Math.abs(v) > FP32_MAX) return new Invalid(`a number within FP32 range (±${FP32_MAX})`)
+      return v
+    }
+    if (allowNonFinite && typeof v === 'string' && Object.hasOwn(NON_FINITE, v)) return NON_FINITE[v]
+    return new Invalid(allowNonFinite ? 'a number, "NaN", "Infinity" or "-Infinity"' : 'a finite number')
+  }
+  const range = INTEGER_RANGES[datatype]
+  if (range) {
+    if (typeof v !== 'number' || !Number.isInteger(v)) return new Invalid(`an integer (${datatype})`)
+    if (v < range[0] || v > range[1]) return new Invalid(`an integer within ${datatype} range [${range[0]}, ${range[1]}]`)
+    return datatype === 'INT64' || datatype === 'UINT64' ? BigInt(v) : v
+  }
+  if (datatype === 'BOOL') return typeof v === 'boolean' ? (v ? 1 : 0) : new Invalid('true or false')
+  return typeof v === 'string' ? v : new Invalid('a string')
+}
+
+/**
+ * Flattens row-major data into `out`. Nested data must have exactly the declared shape; flat
+ * data must have exactly the product of the shape.
+ */
+const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, out: TensorValues) => {
+  let at = 0
+  const put = (v: unknown, where: () => string) => {
+    const converted = element(v, input.datatype, input.allow_non_finite)
+    if (converted instanceof Invalid) throw badRequest(`input "${input.name}": ${where()} is ${describe(v)}, expected ${converted.expected}`)
+    ;(out as unknown[])[at++] = converted
+  }
+  if (!(data.length > 0 && Array.isArray(data[0]))) {
+    for (let i = 0; i < data.length; i++) put(data[i], () => `data[${i}]`)
+    return
+  }
+  const walk = (node: unknown, depth: number, path: string) => {
+    if (depth === shape.length) return put(node, () => `data${path}`)
+    if (!Array.isArray(node)) throw badRequest(`input "${input.name}": data${path} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
+    if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": data${path} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
+    for (let i = 0; i < node.length; i++) walk(node[i], depth + 1, `${path}[${i}]`)
+  }
+  walk(data, 0, '')
+}
+
+const checkShape = (shape: unknown, input: TensorConfig, batched: boolean, limits: ParseLimits): number[] => {
+  const where = `input "${input.name}"`
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw badRequest(`${where}: shape must be an array of non-negative integers`)
+  }
+  const expected = batched ? [-1, ...input.dims] : input.dims
+  const matches = shape.length === expected.length && expected.every((d, i) => d === -1 || d === shape[i])
+  if (!matches) throw badRequest(`${where}: shape [${shape}] does not match the model's [${expected}] (-1 is any size)`)
+  if (batched) {
+    if (shape[0] < 1) throw badRequest(`${where}: batch dimension must be at least 1`)
+    if (shape[0] > limits.maxRows) throw badRequest(`${where}: batch dimension ${shape[0]} exceeds the limit of ${limits.maxRows} rows per request`)
+  }
+  return shape as number[]
+}
+
+/** Checks an Open Inference Protocol infer request against the model's declared signature. */
+export const parseInferRequest = (body: unknown, config: ModelConfig, limits: ParseLimits): ParsedInfer => {
+  if (!isObject(body)) throw badRequest(`request body must be a JSON object, got ${describe(body)}`)
+  checkKeys(body, ['id', 'parameters', 'inputs', 'outputs'], 'request')
+  if (body.id !== undefined && (typeof body.id !== 'string' || body.id.length > 256)) throw badRequest('id must be a string of at most 256 characters')
+  checkParameters(body.parameters, 'request')
+  if (!Array.isArray(body.inputs) || body.inputs.length === 0) throw badRequest('inputs must be a non-empty array')
+  const batched = config.max_batch_size > 0
+  const inputs: TensorMap = {}
+  let rows: number | undefined
+  for (const [i, raw] of body.inputs.entries()) {
+    if (!isObject(raw)) throw badRequest(`inputs[${i}] must be an object`)
+    checkKeys(raw, ['name', 'shape', 'datatype', 'parameters', 'data'], `inputs[${i}]`)
+    if (typeof raw.name !== 'string') throw badRequest(`inputs[${i}].name must be a string`)
+    const declared = config.inputs.find((d) => d.name === raw.name)
+    if (!declared) throw badRequest(`unknown input "${raw.name}"; the model takes ${config.inputs.map((d) => `"${d.name}"`).join(', ')}`)
+    if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
+    if (raw.datatype !== declared.datatype) throw badRequest(`input "${declared.name}": datatype ${describe(raw.datatype)} does not match the model's ${declared.datatype}`)
+    checkParameters(raw.parameters, `inputs[${i}]`)
+    const shape = checkShape(raw.shape, declared, batched, limits)
+    if (!Array.isArray(raw.data)) throw badRequest(`input "${declared.name}": data must be an array`)
+    const length = shape.reduce((a, b) => a * b, 1)
+    const nested = raw.data.length > 0 && Array.isArray(raw.data[0])
+    if (!nested && raw.data.length !== length) {
+      throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
+    }
+    if (length > limits.maxElements) throw badRequest(`input "${declared.name}": shape [${shape}] has more elements than this request could carry`)
+    const data = allocate(declared.datatype, length)
+    fill(raw.data, shape, declared, data)
+    const inputRows = batched ? shape[0] : 1
+    if (rows !== undefined && inputRows !== rows) throw badRequest(`inputs disagree on the batch dimension (${rows} vs ${inputRows})`)
+    rows = inputRows
+    inputs[declared.name] = { datatype: declared.datatype, dims: shape, data }
+  }
+  const missing = config.inputs.filter((d) => !inputs[d.name]).map((d) => `"${d.name}"`)
+  if (missing.length > 0) throw badRequest(`missing input ${missing.join(', ')}`)
+  return { id: body.id, inputs, rows: rows ?? 1, outputs: parseOutputs(body.outputs, config) }
+}
+
+const parseOutputs = (value: unknown, config: ModelConfig): string[] => {
+  if (value === undefined) return config.outputs.map((o) => o.name)
+  if (!Array.isArray(value) || value.length === 0) throw badRequest('outputs must be a non-empty array when present')
+  const names: string[] = []
+  for (const [i, raw] of value.entries()) {
+    if (!isObject(raw)) throw badRequest(`outputs[${i}] must be an object`)
+    checkKeys(raw, ['name', 'parameters'], `outputs[${i}]`)
+    checkParameters(raw.parameters, `outputs[${i}]`)
+    if (typeof raw.name !== 'string' || !config.outputs.some((o) => o.name === raw.name)) {
+      throw badRequest(`unknown output ${describe(raw.name)}; the model has ${config.outputs.map((o) => `"${o.name}"`).join(', ')}`)
+    }
+    if (names.includes(raw.name)) throw badRequest(`output "${raw.name}" is requested more than once`)
+    names.push(raw.name)
+  }
+  return names
+}

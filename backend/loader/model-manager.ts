@@ -1,0 +1,303 @@
+import { performance } from 'node:perf_hooks'
+import { InferenceError, notFound, unavailable } from '../errors.ts'
+import { errorFields, type Logger } from '../logger.ts'
+import type { Metrics } from '../monitor/metrics.ts'
+import type { ModelConfig } from '../repository/model-config.ts'
+import type { ModelOnDisk, Repository } from '../repository/repository.ts'
+import { ModelVersion, versionNotReady } from './model-version.ts'
+
+export interface ModelManagerOptions {
+  batching: boolean
+  memoryBudgetBytes: number
+  logger: Logger
+  metrics?: Metrics
+}
+
+/** One row of the repository index (Triton's shape: name, version, state, reason). */
+export interface IndexEntry {
+  name: string
+  version?: string
+  state: 'READY' | 'LOADING' | 'UNAVAILABLE'
+  reason: string
+  provider?: string
+  pinned?: boolean
+}
+
+interface ModelSlot {
+  name: string
+  config?: ModelConfig
+  /** JSON of the config the serving versions were loaded with: a change reloads them. */
+  configKey?: string
+  serving: Map<number, ModelVersion>
+  /** Why a version is not serving (or why its on-disk copy was refused while an older copy serves). */
+  failures: Map<number, string>
+  error?: string
+  /** Serializes loads, reloads and unloads of this model. */
+  queue: Promise<void>
+  loading: boolean
+  /** Unloaded by an operator: stays unloaded until loaded again (no lazy load). */
+  unloaded: boolean
+}
+
+const VERSION = /^[1-9][0-9]{0,8}$/
+
+/**
+ * The loader: brings model versions from the repository into service and out again. Models
+ * load lazily on first use (pinned ones at start), new versions load beside the serving ones
+ * and take traffic only when warm, and the least recently used models are unloaded when the
+ * estimated memory exceeds the budget.
+ */
+export class ModelManager {
+  private readonly slots = new Map<string, ModelSlot>()
+  private pinned: string[] = []
+  private shuttingDown = false
+
+  constructor(readonly repository: Repository, private readonly options: ModelManagerOptions) {}
+
+  /** Loads every pinned model; the server is ready when they all serve. */
+  async start(): Promise<void> {
+    const names = await this.repository.names()
+    const disks = await Promise.all(names.map((n) => this.repository.read(n)))
+    this.pinned = disks.flatMap((d) => (d?.config?.pinned ? [d.name] : []))
+    await Promise.all(this.pinned.map((name) => this.load(name).catch(() => undefined)))
+  }
+
+  ready(): boolean {
+    return !this.shuttingDown && this.pinned.every((name) => (this.slots.get(name)?.serving.size ?? 0) > 0)
+  }
+
+  /** The version that serves a request; loads the model first if it is not resident. */
+  async resolve(name: string, version?: string): Promise<ModelVersion> {
+    if (this.shuttingDown) throw unavailable('server is shutting down', 1)
+    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a positive integer`, {}, 'invalid_request')
+    let slot = this.slots.get(name)
+    if (!slot) {
+      if (!(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+      slot = this.slot(name)
+    }
+    if (slot.unloaded) throw unavailable(`model "${name}" is unloaded; load it through the repository API`)
+    const wanted = version === undefined ? undefined : Number(version)
+    let chosen = this.pick(slot, wanted)
+    if (!chosen) {
+      if (slot.serving.size === 0 && !slot.loading) void this.enqueue(slot, () => this.sync(slot))
+      await slot.queue
+      chosen = this.pick(slot, wanted)
+    }
+    if (chosen) {
+      slot.config = slot.config ?? chosen.config
+      return chosen
+    }
+    if (slot.error) throw unavailable(`model "${name}" cannot load: ${slot.error}`)
+    if (wanted !== undefined) {
+      const failure = slot.failures.get(wanted)
+      if (failure) throw versionNotReady(name, wanted, failure)
+      throw notFound(`model "${name}" has no version ${wanted} available`)
+    }
+    const reasons = [...slot.failures].map(([v, why]) => `version ${v}: ${why}`).join('; ')
+    throw unavailable(`model "${name}" has no version ready${reasons ? ` (${reasons})` : ''}`)
+  }
+
+  /** Loads a model, or reloads it from disk beside the serving versions. */
+  async load(name: string): Promise<void> {
+    if (this.shuttingDown) throw unavailable('server is shutting down', 1)
+    if (!(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+    const slot = this.slot(name)
+    slot.unloaded = false
+    await this.enqueue(slot, () => this.sync(slot))
+    if (slot.error) throw new InferenceError(400, `model "${name}" failed to load: ${slot.error}`, {}, 'load_failed')
+    if (slot.serving.size === 0) {
+      const reasons = [...slot.failures].map(([v, why]) => `version ${v}: ${why}`).join('; ')
+      throw new InferenceError(400, `model "${name}" has no loadable version${reasons ? `: ${reasons}` : ''}`, {}, 'load_failed')
+    }
+  }
+
+  /** Unloads every version of a model once its accepted requests are answered. */
+  async unload(name: string): Promise<void> {
+    const slot = this.slots.get(name)
+    if (!slot && !(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+    if (!slot) return
+    slot.unloaded = true
+    await this.enqueue(slot, () => this.retireAll(slot, 'unloaded'))
+  }
+
+  async index(): Promise<IndexEntry[]> {
+    const names = [...new Set([...(await this.repository.names()), ...this.slots.keys()])].sort()
+    const entries: IndexEntry[] = []
+    for (const name of names) {
+      const disk = await this.repository.read(name)
+      const slot = this.slots.get(name)
+      if (!disk || disk.error) {
+        entries.push({ name, state: 'UNAVAILABLE', reason: disk?.error ?? 'removed from the repository' })
+        continue
+      }
+      for (const v of disk.versions) entries.push(this.describe(name, disk, v.version, slot))
+    }
+    return entries
+  }
+
+  /** The serving version, if resident, without loading anything; 404 for an unknown model. */
+  async serving(name: string, version?: string): Promise<ModelVersion | undefined> {
+    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a positive integer`, {}, 'invalid_request')
+    const slot = this.slots.get(name)
+    if (!slot && !(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+    return slot && !this.shuttingDown ? this.pick(slot, version === undefined ? undefined : Number(version)) : undefined
+  }
+
+  /** Metadata of the version that would serve, with every serving version listed. */
+  async metadata(name: string, version?: string) {
+    const chosen = await this.resolve(name, version)
+    const versions = [...(this.slots.get(name)?.serving.keys() ?? [])].sort((a, b) => a - b).map(String)
+    return { chosen, metadata: chosen.metadata(version === undefined ? versions : undefined) }
+  }
+
+  /** Rows waiting plus running per serving version. */
+  depths(): Array<{ model: string; version: string; depth: number }> {
+    return [...this.slots.values()].flatMap((slot) =>
+      [...slot.serving.values()].map((v) => ({ model: v.model, version: String(v.version), depth: v.batcher.depth })),
+    )
+  }
+
+  /** Stops admitting and answers everything accepted; resolves when all sessions are released. */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true
+    await Promise.all([...this.slots.values()].map((slot) => this.enqueue(slot, () => this.retireAll(slot, 'shutdown'))))
+  }
+
+  private slot(name: string): ModelSlot {
+    let slot = this.slots.get(name)
+    if (!slot) {
+      slot = { name, serving: new Map(), failures: new Map(), queue: Promise.resolve(), loading: false, unloaded: false }
+      this.slots.set(name, slot)
+    }
+    return slot
+  }
+
+  private pick(slot: ModelSlot, wanted?: number): ModelVersion | undefined {
+    if (wanted !== undefined) return slot.serving.get(wanted)
+    let newest: ModelVersion | undefined
+    for (const v of slot.serving.values()) if (!newest || v.version > newest.version) newest = v
+    return newest
+  }
+
+  private enqueue(slot: ModelSlot, work: () => Promise<void>): Promise<void> {
+    const run = async () => {
+      slot.loading = true
+      try {
+        await work()
+      } finally {
+        slot.loading = false
+      }
+    }
+    slot.queue = slot.queue.then(run, run)
+    return slot.queue
+  }
+
+  /** Makes the serving set match the repository: loads new or changed versions beside the old, retires the rest. */
+  private async sync(slot: ModelSlot): Promise<void> {
+    const disk = await this.repository.read(slot.name)
+    if (!disk) {
+      await this.retireAll(slot, 'removed from the repository')
+      this.slots.delete(slot.name)
+      return
+    }
+    if (disk.config === undefined) {
+      slot.error = disk.error
+      this.options.logger.warn('model config refused', { model: slot.name, reason: disk.error })
+      return
+    }
+    slot.error = undefined
+    const config = disk.config
+    const configKey = JSON.stringify(config)
+    const configChanged = slot.configKey !== undefined && slot.configKey !== configKey
+    const targets = disk.versions.filter((v) => v.selected)
+    for (const target of targets) {
+      const current = slot.serving.get(target.version)
+      if (!target.verified) {
+        slot.failures.set(target.version, target.reason)
+        this.options.logger.warn('model version refused', { model: slot.name, version: target.version, reason: target.reason, serving_previous: Boolean(current) })
+        continue
+      }
+      if (current && current.disk.digest === target.digest && !configChanged) {
+        slot.failures.delete(target.version)
+        continue
+      }
+      try {
+        const fresh = await ModelVersion.load(slot.name, config, target, this.options)
+        slot.serving.set(target.version, fresh)
+        slot.failures.delete(target.version)
+        this.loaded(fresh)
+        if (current) void this.retire(current, 'replaced', fresh)
+      } catch (err) {
+        slot.failures.set(target.version, (err as Error).message)
+        this.options.logger.error('model version failed to load', { model: slot.name, version: target.version, ...errorFields(err) })
+      }
+    }
+    for (const [version, serving] of slot.serving) {
+      if (targets.some((t) => t.version === version)) continue
+      slot.serving.delete(version)
+      void this.retire(serving, 'no longer selected by the version policy')
+    }
+    slot.config = config
+    slot.configKey = configKey
+    await this.evictOverBudget(slot.name)
+  }
+
+  private loaded(version: ModelVersion): void {
+    const { metrics, logger } = this.options
+    logger.info('model version ready', { model: version.model, version: version.version, provider: version.provider, load_seconds: Number(version.loadSeconds.toFixed(3)) })
+    metrics?.executionProvider.set({ model: version.model, version: String(version.version), provider: version.provider }, 1)
+    metrics?.modelsLoaded.set(this.depths().length)
+  }
+
+  private async retire(version: ModelVersion, why: string, successor?: ModelVersion): Promise<void> {
+    this.options.logger.info('model version retiring', { model: version.model, version: version.version, why })
+    await version.retire(successor)
+    const { metrics } = this.options
+    metrics?.executionProvider.remove({ model: version.model, version: String(version.version), provider: version.provider })
+    metrics?.modelsLoaded.set(this.depths().length)
+  }
+
+  private async retireAll(slot: ModelSlot, why: string): Promise<void> {
+    const versions = [...slot.serving.values()]
+    slot.serving.clear()
+    await Promise.all(versions.map((v) => this.retire(v, why)))
+  }
+
+  private async evictOverBudget(keep: string): Promise<void> {
+    const resident = () => [...this.slots.values()].filter((s) => s.serving.size > 0)
+    const bytes = (s: ModelSlot) => [...s.serving.values()].reduce((n, v) => n + v.sizeBytes, 0)
+    const lastUsed = (s: ModelSlot) => Math.max(...[...s.serving.values()].map((v) => v.lastUsed))
+    let total = resident().reduce((n, s) => n + bytes(s), 0)
+    while (total > this.options.memoryBudgetBytes) {
+      const victim = resident()
+        .filter((s) => s.name !== keep && !s.config?.pinned)
+        .sort((a, b) => lastUsed(a) - lastUsed(b))[0]
+      if (!victim) {
+        this.options.logger.warn('memory budget exceeded by pinned or in-use models', { resident_bytes: total, budget_bytes: this.options.memoryBudgetBytes })
+        return
+      }
+      total -= bytes(victim)
+      this.options.logger.info('evicting least recently used model', { model: victim.name, idle_ms: Math.round(performance.now() - lastUsed(victim)) })
+      const versions = [...victim.serving.values()]
+      victim.serving.clear()
+      for (const v of versions) void this.retire(v, 'evicted to fit the memory budget')
+    }
+  }
+
+  private describe(name: string, disk: ModelOnDisk, version: number, slot: ModelSlot | undefined): IndexEntry {
+    const onDisk = disk.versions.find((v) => v.version === version)
+    const serving = slot?.serving.get(version)
+    const failure = slot?.failures.get(version) ?? (onDisk && !onDisk.verified ? onDisk.reason : undefined)
+    const base = { name, version: String(version), pinned: disk.config?.pinned ?? false }
+    if (serving) {
+      const stale = onDisk && onDisk.digest !== serving.disk.digest
+      const reason = failure || stale ? `on-disk copy not loaded${failure ? `: ${failure}` : ' yet'}; serving the previously loaded copy` : ''
+      return { ...base, state: 'READY', reason, provider: serving.provider }
+    }
+    if (!onDisk?.selected) return { ...base, state: 'UNAVAILABLE', reason: 'not selected by the version policy' }
+    if (failure) return { ...base, state: 'UNAVAILABLE', reason: failure }
+    if (slot?.loading) return { ...base, state: 'LOADING', reason: '' }
+    if (slot?.unloaded) return { ...base, state: 'UNAVAILABLE', reason: 'unloaded' }
+    return { ...base, state: 'UNAVAILABLE', reason: 'not loaded; loads on first request' }
+  }
+}

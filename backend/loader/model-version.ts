@@ -1,0 +1,150 @@
+import { performance } from 'node:perf_hooks'
+import type { ModelMetadata, TensorMetadata } from '../../shared/protocol.ts'
+import { Batcher, type BatchRequest, type BatchResult } from '../batcher/batcher.ts'
+import { InferenceError } from '../errors.ts'
+import { Executor } from '../executor/executor.ts'
+import type { ModelConfig } from '../repository/model-config.ts'
+import type { VersionOnDisk } from '../repository/repository.ts'
+import type { Metrics } from '../monitor/metrics.ts'
+import { VersionStats } from '../monitor/stats.ts'
+import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
+
+export interface LoadOptions {
+  /** Off serves each request alone (for comparison runs and the Lambda tier). */
+  batching: boolean
+  metrics?: Metrics
+}
+
+const sameNames = (declared: readonly string[], actual: readonly string[]) =>
+  declared.length === actual.length && declared.every((n) => actual.includes(n))
+
+/**
+ * One loaded, warmed-up version of a model: its executor, batcher and counters. Replaced
+ * versions forward late arrivals to their successor while they drain, so a reload loses nothing.
+ */
+export class ModelVersion {
+  lastUsed = performance.now()
+  private successor: ModelVersion | undefined
+  private draining = false
+
+  private constructor(
+    readonly model: string,
+    readonly version: number,
+    readonly config: ModelConfig,
+    readonly disk: VersionOnDisk,
+    private readonly executor: Executor,
+    readonly batcher: Batcher,
+    readonly stats: VersionStats,
+    readonly loadSeconds: number,
+  ) {}
+
+  static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
+    const started = performance.now()
+    const executor = await Executor.start({
+      modelPath: disk.modelPath,
+      executionProviders: config.execution_providers,
+      intraOpThreads: config.intra_op_threads,
+      instanceCount: config.instance_count,
+    })
+    try {
+      const { inputs, outputs } = executor.signature
+      const declaredInputs = config.inputs.map((i) => i.name)
+      const declaredOutputs = config.outputs.map((o) => o.name)
+      if (!sameNames(declaredInputs, inputs) || !sameNames(declaredOutputs, outputs)) {
+        throw new Error(`config declares inputs [${declaredInputs}] outputs [${declaredOutputs}], model has inputs [${inputs}] outputs [${outputs}]`)
+      }
+      for (const size of warmupBatchSizes(config)) {
+        const runs = Array.from({ length: executor.size }, () => executor.run(warmupFeeds(config, size), declaredOutputs))
+        await Promise.all(runs)
+      }
+    } catch (err) {
+      await executor.close()
+      throw err
+    }
+    const version = String(disk.version)
+    const metrics = options.metrics
+    const labels = { model, version }
+    const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
+    const stats = new VersionStats()
+    const batcher = new Batcher(
+      executor,
+      {
+        batching,
+        maxBatchSize: Math.max(1, config.max_batch_size),
+        maxQueueDelayUs: config.dynamic_batching?.max_queue_delay_us ?? 0,
+        preferredBatchSizes: config.dynamic_batching?.preferred_batch_sizes ?? [],
+        maxQueueSize: config.dynamic_batching?.max_queue_size ?? 4096,
+      },
+      {
+        batch(size, reason, computeUs, queueUs) {
+          stats.batch(computeUs)
+          if (!metrics) return
+          metrics.batchSize.observe(labels, size)
+          metrics.batches.inc({ ...labels, reason })
+          metrics.computeDuration.observe(labels, computeUs / 1e6)
+          for (const us of queueUs) metrics.queueDuration.observe(labels, us / 1e6)
+        },
+        refused(reason) {
+          metrics?.rejected.inc({ model, reason })
+        },
+      },
+    )
+    const loadSeconds = (performance.now() - started) / 1000
+    metrics?.modelLoadDuration.observe(labels, loadSeconds)
+    return new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds)
+  }
+
+  get provider(): string {
+    return this.executor.provider
+  }
+
+  get ready(): boolean {
+    return !this.draining
+  }
+
+  /** Default deadline from config, in ms; undefined when the model sets none. */
+  get defaultTimeoutMs(): number | undefined {
+    const us = this.config.dynamic_batching?.default_timeout_us ?? 0
+    return us > 0 ? us / 1000 : undefined
+  }
+
+  /** Estimated resident bytes: the weights once per session. */
+  get sizeBytes(): number {
+    return this.disk.sizeBytes * this.config.instance_count
+  }
+
+  submit(request: BatchRequest): Promise<BatchResult> {
+    this.lastUsed = performance.now()
+    if (this.draining && this.successor) return this.successor.submit(request)
+    return this.batcher.submit(request)
+  }
+
+  /** Stops taking traffic (late arrivals go to `successor`), finishes what was accepted, frees the sessions. */
+  async retire(successor?: ModelVersion): Promise<void> {
+    if (successor && sameNames(this.config.inputs.map((i) => i.name), successor.config.inputs.map((i) => i.name))) {
+      this.successor = successor
+    }
+    this.draining = true
+    await this.batcher.drain()
+    await this.executor.close()
+  }
+
+  metadata(versions?: string[]): ModelMetadata {
+    const batched = this.config.max_batch_size > 0
+    const tensor = (t: { name: string; datatype: TensorMetadata['datatype']; dims: number[] }): TensorMetadata => ({
+      name: t.name,
+      datatype: t.datatype,
+      shape: batched ? [-1, ...t.dims] : [...t.dims],
+    })
+    return {
+      name: this.model,
+      ...(versions ? { versions } : {}),
+      platform: 'onnxruntime_onnx',
+      inputs: this.config.inputs.map(tensor),
+      outputs: this.config.outputs.map(tensor),
+    }
+  }
+}
+
+export const versionNotReady = (model: string, version: number | string, why: string): InferenceError =>
+  new InferenceError(503, `model "${model}" version ${version} is not ready: ${why}`, { 'retry-after': '1' }, 'not_ready')

@@ -1,0 +1,100 @@
+import { readFile, readdir, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { modelConfig, type ModelConfig } from './model-config.ts'
+import { verifyVersion } from './manifest.ts'
+
+export const CONFIG_FILE = 'config.json'
+export const MODEL_FILE = 'model.onnx'
+
+/** A version folder on disk, as the policy and the manifest judge it. */
+export interface VersionOnDisk {
+  version: number
+  path: string
+  modelPath: string
+  /** Whether the version policy selects it. */
+  selected: boolean
+  /** Whether every file matches the MANIFEST. */
+  verified: boolean
+  reason: string
+  /** Identity of the version's contents (sha256 of its MANIFEST). */
+  digest: string
+  sizeBytes: number
+}
+
+export type ModelOnDisk =
+  | { name: string; path: string; config: ModelConfig; versions: VersionOnDisk[]; error?: undefined }
+  | { name: string; path: string; config?: undefined; versions: VersionOnDisk[]; error: string }
+
+/** Applies a version policy to the versions present, newest first. */
+export const selectVersions = (policy: ModelConfig['version_policy'], present: readonly number[]): Set<number> => {
+  const newestFirst = [...present].sort((a, b) => b - a)
+  if ('latest' in policy) return new Set(newestFirst.slice(0, policy.latest))
+  if ('all' in policy) return new Set(newestFirst)
+  return new Set(newestFirst.filter((v) => policy.specific.includes(v)))
+}
+
+const readConfig = async (dir: string, folderName: string): Promise<ModelConfig> => {
+  let raw: unknown
+  try {
+    raw = JSON.parse(await readFile(join(dir, CONFIG_FILE), 'utf8'))
+  } catch (err) {
+    throw new Error(`${CONFIG_FILE}: ${(err as Error).message}`)
+  }
+  const parsed = modelConfig.safeParse(raw)
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    throw new Error(`${CONFIG_FILE} is invalid: ${issues.join('; ')}`)
+  }
+  if (parsed.data.name !== folderName) throw new Error(`${CONFIG_FILE}: name "${parsed.data.name}" does not match folder "${folderName}"`)
+  return parsed.data
+}
+
+/**
+ * Reads the model repository from disk: Triton's layout, `<model>/config.json` and numeric
+ * version folders. Never throws for one bad model; the fault is reported with the model.
+ */
+export class Repository {
+  constructor(readonly root: string) {}
+
+  async names(): Promise<string[]> {
+    const entries = await readdir(this.root, { withFileTypes: true })
+    const names: string[] = []
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue
+      const hasConfig = await stat(join(this.root, entry.name, CONFIG_FILE)).then(() => true, () => false)
+      if (hasConfig) names.push(entry.name)
+    }
+    return names.sort()
+  }
+
+  async read(name: string): Promise<ModelOnDisk | undefined> {
+    if (!/^[a-z0-9][a-z0-9._-]*$/.test(name) || name.includes('..')) return undefined
+    const path = join(this.root, name)
+    const exists = await stat(join(path, CONFIG_FILE)).then(() => true, () => false)
+    if (!exists) return undefined
+    let config: ModelConfig
+    try {
+      config = await readConfig(path, name)
+    } catch (err) {
+      return { name, path, versions: [], error: (err as Error).message }
+    }
+    const folders = (await readdir(path, { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name))
+      .map((e) => Number(e.name))
+    const selected = selectVersions(config.version_policy, folders)
+    const versions = await Promise.all(
+      folders.sort((a, b) => a - b).map(async (version): Promise<VersionOnDisk> => {
+        const dir = join(path, String(version))
+        const modelPath = join(dir, MODEL_FILE)
+        const check = await verifyVersion(dir)
+        const sizeBytes = await stat(modelPath).then((s) => s.size, () => 0)
+        const missingModel = check.ok && sizeBytes === 0 ? `${MODEL_FILE} is missing or empty` : ''
+        return {
+          version, path: dir, modelPath, selected: selected.has(version),
+          verified: check.ok && !missingModel, reason: check.reason || missingModel, digest: check.digest, sizeBytes,
+        }
+      }),
+    )
+    return { name, path, config, versions }
+  }
+}

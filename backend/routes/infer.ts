@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import { Hono, type Context } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { BackendDeps, BackendEnv } from '../env.ts'
+import { InferenceError, badRequest } from '../errors.ts'
+import { serveInfer } from '../infer/serve.ts'
+import { requireJson } from '../middleware/require-json.ts'
+
+const MAX_DEADLINE_MS = 3_600_000
+
+/** The client's deadline as performance.now() time: header first, else the model's default. */
+const deadlineOf = (c: Context<BackendEnv>, arrived: number, defaultMs: number | undefined): number | undefined => {
+  const header = c.req.header(HEADERS.deadlineMs)
+  if (header === undefined) return defaultMs === undefined ? undefined : arrived + defaultMs
+  if (!/^[1-9][0-9]{0,6}$/.test(header.trim()) || Number(header) > MAX_DEADLINE_MS) {
+    throw badRequest(`${HEADERS.deadlineMs} must be a whole number of milliseconds between 1 and ${MAX_DEADLINE_MS}`)
+  }
+  return arrived + Number(header)
+}
+
+/** `POST /v2/models/{m}[/versions/{v}]/infer`, with per-version metrics and statistics. */
+export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
+  const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
+  const app = new Hono<BackendEnv>()
+  const infer = async (c: Context<BackendEnv>) => {
+    const arrived = performance.now()
+    const { model, version } = c.req.param() as { model: string; version?: string }
+    const served = await manager.resolve(model, version)
+    const labels = { model, version: String(served.version) }
+    try {
+      const deadline = deadlineOf(c, arrived, served.defaultTimeoutMs)
+      const fallbackId = () => c.req.header(HEADERS.requestId) ?? randomUUID()
+      const { response, rows, queueUs } = await serveInfer(served, c.var.body, { limits, deadline, fallbackId })
+      const latencyUs = (performance.now() - arrived) * 1000
+      served.stats.request(true, rows, latencyUs, queueUs)
+      metrics.requests.inc({ ...labels, status: '200' })
+      metrics.requestDuration.observe(labels, latencyUs / 1e6)
+      return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
+    } catch (err) {
+      const status = err instanceof InferenceError ? err.status : 500
+      served.stats.request(false, 0, (performance.now() - arrived) * 1000, 0)
+      metrics.requests.inc({ ...labels, status: String(status) })
+      if (status === 400) metrics.rejected.inc({ model, reason: 'invalid_request' })
+      throw err
+    }
+  }
+  for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
+    app.post(path, requireJson(), infer)
+  }
+  return app
+}

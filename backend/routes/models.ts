@@ -1,0 +1,48 @@
+import { Hono } from 'hono'
+import type { BackendDeps, BackendEnv } from '../env.ts'
+import { notFound } from '../errors.ts'
+
+/** Model metadata, readiness and statistics, with and without `/versions/{v}`. */
+export const modelRoutes = ({ manager }: BackendDeps) => {
+  const app = new Hono<BackendEnv>()
+  for (const prefix of ['/v2/models/:model', '/v2/models/:model/versions/:version']) {
+    app.get(prefix, async (c) => {
+      const { model, version } = c.req.param() as { model: string; version?: string }
+      const { chosen, metadata } = await manager.metadata(model, version)
+      return c.json({
+        ...metadata,
+        parameters: {
+          version: String(chosen.version),
+          execution_provider: chosen.provider,
+          max_batch_size: chosen.config.max_batch_size,
+          instance_count: chosen.config.instance_count,
+        },
+        // Extensions to the protocol's metadata: the edge compiles its validation from these.
+        ...(chosen.config.features ? { features: chosen.config.features } : {}),
+        ...(chosen.config.postprocess ? { postprocess: chosen.config.postprocess } : {}),
+      })
+    })
+    app.get(`${prefix}/ready`, async (c) => {
+      const { model, version } = c.req.param() as { model: string; version?: string }
+      const serving = await manager.serving(model, version)
+      const ready = serving?.ready ?? false
+      return c.json({ name: model, ...(version ? { version } : {}), ready }, ready ? 200 : 503)
+    })
+    app.get(`${prefix}/stats`, async (c) => {
+      const { model, version } = c.req.param() as { model: string; version?: string }
+      const serving = await manager.serving(model, version)
+      if (!serving) throw notFound(`model "${model}"${version ? ` version ${version}` : ''} is not loaded`)
+      return c.json({
+        model_stats: [{
+          name: model,
+          version: String(serving.version),
+          execution_provider: serving.provider,
+          queue_depth_rows: serving.batcher.depth,
+          drain_rate_rows_per_s: Math.round(serving.batcher.drainRate),
+          ...serving.stats.snapshot(),
+        }],
+      })
+    })
+  }
+  return app
+}

@@ -1,0 +1,26 @@
+import { Hono } from 'hono'
+import type { BackendDeps, BackendEnv } from '../env.ts'
+import { badRequest } from '../errors.ts'
+import { adminAuth } from '../middleware/admin-auth.ts'
+import { requireJson } from '../middleware/require-json.ts'
+
+/** The repository extension: index, load, unload (admin token). */
+export const repositoryRoutes = ({ manager, settings }: BackendDeps) =>
+  new Hono<BackendEnv>()
+    .use('/v2/repository/*', adminAuth({ token: settings.ADMIN_TOKEN }), requireJson({ optional: true }))
+    .post('/v2/repository/index', async (c) => {
+      const body = c.var.body
+      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) throw badRequest('index body must be a JSON object')
+      const readyOnly = (body as { ready?: unknown } | undefined)?.ready
+      if (readyOnly !== undefined && typeof readyOnly !== 'boolean') throw badRequest('"ready" must be a boolean')
+      const entries = await manager.index()
+      return c.json(readyOnly ? entries.filter((e) => e.state === 'READY') : entries)
+    })
+    .post('/v2/repository/models/:model/load', async (c) => {
+      await manager.load(c.req.param('model'))
+      return c.json({ loaded: c.req.param('model') })
+    })
+    .post('/v2/repository/models/:model/unload', async (c) => {
+      await manager.unload(c.req.param('model'))
+      return c.json({ unloaded: c.req.param('model') })
+    })

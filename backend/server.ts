@@ -1,0 +1,95 @@
+import { serve, type ServerType } from '@hono/node-server'
+import type { AddressInfo } from 'node:net'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createApp } from './app.ts'
+import { createLogger, errorFields, type Logger } from './logger.ts'
+import { ModelManager } from './loader/model-manager.ts'
+import { createMetrics } from './monitor/metrics.ts'
+import { Repository } from './repository/repository.ts'
+import { readSettings, type Settings } from './settings.ts'
+
+export interface RunningServer {
+  url: string
+  manager: ModelManager
+  /** Readiness off, accepted requests answered, sessions released, socket closed. */
+  shutdown(): Promise<void>
+}
+
+const listen = (server: ServerType): Promise<AddressInfo> =>
+  new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.once('listening', () => resolve(server.address() as AddressInfo))
+  })
+
+/** Starts the inference server; pinned models warm up after the socket listens (liveness first, readiness later). */
+export const startServer = async (settings: Settings, logger: Logger = createLogger(settings.LOG_LEVEL)): Promise<RunningServer> => {
+  const repository = new Repository(resolve(settings.MODEL_REPOSITORY))
+  let manager: ModelManager | undefined
+  const metrics = createMetrics({ depths: () => manager?.depths() ?? [] })
+  manager = new ModelManager(repository, {
+    batching: settings.BATCHING === 'on',
+    memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
+    logger,
+    metrics,
+  })
+  const app = createApp({ settings, logger, manager, metrics })
+  const server = serve({ fetch: app.fetch, port: settings.PORT, hostname: settings.HOST })
+  const address = await listen(server)
+  const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
+  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING })
+  const warm = manager.start().then(
+    () => logger.info('pinned models warm', { ready: manager.ready() }),
+    (err: unknown) => logger.error('start-up load failed', errorFields(err)),
+  )
+  const running = manager
+  return {
+    url,
+    manager: running,
+    async shutdown() {
+      await warm
+      await running.shutdown()
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        // Keep-alive clients still sending get 503s until their sockets go; give those a moment.
+        if ('closeAllConnections' in server) setTimeout(() => server.closeAllConnections(), 250).unref()
+      })
+    },
+  }
+}
+
+const main = async () => {
+  const settings = readSettings()
+  const logger = createLogger(settings.LOG_LEVEL)
+  const server = await startServer(settings, logger)
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info('shutting down', { signal, grace_ms: settings.SHUTDOWN_GRACE_MS })
+    const timer = setTimeout(() => {
+      logger.error('shutdown grace period ran out; exiting with work in flight', { grace_ms: settings.SHUTDOWN_GRACE_MS })
+      process.exit(1)
+    }, settings.SHUTDOWN_GRACE_MS)
+    timer.unref()
+    server.shutdown().then(
+      () => {
+        logger.info('stopped')
+        process.exit(0)
+      },
+      (err: unknown) => {
+        logger.error('shutdown failed', errorFields(err))
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`)
+    process.exit(1)
+  })
+}
