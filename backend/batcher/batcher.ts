@@ -37,6 +37,8 @@ export interface BatchResult {
   computeUs: number
   batchSize: number
   batchReason: BatchReason
+  /** Sequence number of the batch that served the request (1-based, per batcher). */
+  batchSeq: number
 }
 
 /** Hooks for metrics; called on the hot path, so they must be cheap. */
@@ -77,6 +79,7 @@ export class Batcher {
   private idleWaiters: Array<() => void> = []
   /** Measured throughput of one instance in rows per millisecond, 0 until a batch has run. */
   private rowsPerMs = 0
+  private batches = 0
 
   constructor(
     private readonly executor: BatchExecutor,
@@ -99,7 +102,11 @@ export class Batcher {
       this.observer.refused('draining')
       return Promise.reject(new InferenceError(503, 'model version is unloading; retry', { 'retry-after': '1' }, 'draining'))
     }
-    this.admit(request)
+    try {
+      this.admit(request)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     const now = performance.now()
     const limit = this.options.batching ? this.options.maxBatchSize : Infinity
     const promise =
@@ -274,6 +281,7 @@ export class Batcher {
     const feeds = Object.fromEntries(names.map((name) => [name, concatRows(entries.map((e) => e.inputs[name]))]))
     const outputs = [...new Set(entries.flatMap((e) => e.outputs))]
     const queueUs = entries.map((e) => Math.round((now - e.enqueuedAt) * 1000))
+    const batchSeq = ++this.batches
     this.runningRows += rows
     this.executor.run(feeds, outputs).then(
       ({ outputs: results, computeUs }) => {
@@ -284,14 +292,14 @@ export class Batcher {
         if (entries.length === 1) {
           // A lone request (always so for models without a batch dimension) takes the outputs whole.
           const [entry] = entries
-          entry.resolve({ outputs: pick(results, entry.outputs), queueUs: queueUs[0], computeUs, batchSize: rows, batchReason: reason })
+          entry.resolve({ outputs: pick(results, entry.outputs), queueUs: queueUs[0], computeUs, batchSize: rows, batchReason: reason, batchSeq })
           return
         }
         let offset = 0
         entries.forEach((entry, i) => {
           const mine = Object.fromEntries(entry.outputs.map((name) => [name, sliceRows(results[name], offset, entry.rows)]))
           offset += entry.rows
-          entry.resolve({ outputs: mine, queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason })
+          entry.resolve({ outputs: mine, queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason, batchSeq })
         })
       },
       (err: unknown) => {
@@ -339,4 +347,5 @@ const joinResults = (parts: BatchResult[]): BatchResult => ({
   computeUs: parts.reduce((n, p) => n + p.computeUs, 0),
   batchSize: Math.max(...parts.map((p) => p.batchSize)),
   batchReason: parts[parts.length - 1].batchReason,
+  batchSeq: parts[parts.length - 1].batchSeq,
 })

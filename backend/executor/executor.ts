@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { WorkerInit, WorkerReply, WorkerRequest } from './messages.ts'
 import type { TensorMap } from './tensor.ts'
@@ -19,14 +20,21 @@ interface Pending {
   reject: (err: Error) => void
 }
 
-const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url)
+const compiledWorker = new URL('./worker.js', import.meta.url)
+const sourceWorker = new URL('./worker.ts', import.meta.url)
 
-// Under tsx (development, tests) the worker is TypeScript too and needs the same loader; a
-// compiled build runs worker.js directly.
-const workerExecArgv = (): string[] =>
-  workerUrl.pathname.endsWith('.ts')
-    ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]
-    : []
+/**
+ * A compiled build runs worker.js directly. Under tsx (development, tests) the worker is
+ * TypeScript: Node 20 does not apply `--import` loaders given in a Worker's execArgv, so a
+ * small bootstrap registers tsx inside the thread before importing it.
+ */
+const workerEntry = (): URL => {
+  if (!import.meta.url.endsWith('.ts')) return compiledWorker
+  const tsxRoot = dirname(createRequire(import.meta.url).resolve('tsx/package.json'))
+  const register = pathToFileURL(join(tsxRoot, 'dist/esm/api/index.mjs')).href
+  const bootstrap = `import { register } from ${JSON.stringify(register)}; register(); await import(${JSON.stringify(sourceWorker.href)})`
+  return new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`)
+}
 
 /** One worker thread holding one session. */
 class Instance {
@@ -39,7 +47,7 @@ class Instance {
   private constructor(private readonly worker: Worker, private readonly onLost: (instance: Instance, err: Error) => void) {}
 
   static start(init: WorkerInit, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
-    const worker = new Worker(workerUrl, { workerData: init, execArgv: workerExecArgv() })
+    const worker = new Worker(workerEntry(), { workerData: init })
     const instance = new Instance(worker, onLost)
     return new Promise((resolve, reject) => {
       const fail = (err: Error) => {

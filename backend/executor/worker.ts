@@ -20,6 +20,8 @@ const createSession = async ({ modelPath, executionProviders, intraOpThreads }: 
         intraOpNumThreads: intraOpThreads,
         interOpNumThreads: 1,
         graphOptimizationLevel: 'all',
+        // A provider that is absent here (CUDA without a GPU) is expected to fail; only the last resort may log.
+        logSeverityLevel: i < executionProviders.length - 1 ? 4 : 2,
       })
       return { session, provider: providers[0] }
     } catch (err) {
