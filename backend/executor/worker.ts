@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
 import { performance } from 'node:perf_hooks'
 import ort from 'onnxruntime-node'
@@ -10,18 +13,29 @@ const port = parentPort
 if (!port) throw new Error('worker.ts must run in a worker thread')
 const reply = (message: WorkerReply) => port.postMessage(message)
 
+// CUDA's provider library is installed only by the GPU image (`--onnxruntime-node-install=cuda12`);
+// without it onnxruntime logs a loud failure, so look before trying.
+const bindingDir = join(dirname(createRequire(import.meta.url).resolve('onnxruntime-node')), '..', 'bin', 'napi-v6', process.platform, process.arch)
+const PROVIDER_LIBRARIES: Readonly<Record<string, string>> = { cuda: 'libonnxruntime_providers_cuda.so' }
+const installed = (provider: string): boolean => {
+  const library = PROVIDER_LIBRARIES[provider]
+  return library === undefined || existsSync(join(bindingDir, library))
+}
+
 const createSession = async ({ modelPath, executionProviders, intraOpThreads }: WorkerInit) => {
   const failures: string[] = []
   for (let i = 0; i < executionProviders.length; i++) {
     const providers = executionProviders.slice(i)
+    if (!installed(providers[0])) {
+      failures.push(`${providers[0]}: provider library not installed`)
+      continue
+    }
     try {
       const session = await ort.InferenceSession.create(modelPath, {
         executionProviders: providers,
         intraOpNumThreads: intraOpThreads,
         interOpNumThreads: 1,
         graphOptimizationLevel: 'all',
-        // A provider that is absent here (CUDA without a GPU) is expected to fail; only the last resort may log.
-        logSeverityLevel: i < executionProviders.length - 1 ? 4 : 2,
       })
       return { session, provider: providers[0] }
     } catch (err) {

@@ -37,6 +37,8 @@ interface ModelSlot {
   loading: boolean
   /** Unloaded by an operator: stays unloaded until loaded again (no lazy load). */
   unloaded: boolean
+  /** The first load has finished (successfully or not): readiness waits for it. */
+  settled: boolean
 }
 
 const VERSION = /^[1-9][0-9]{0,8}$/
@@ -63,7 +65,10 @@ export class ModelManager {
   }
 
   ready(): boolean {
-    return !this.shuttingDown && this.pinned.every((name) => (this.slots.get(name)?.serving.size ?? 0) > 0)
+    return !this.shuttingDown && this.pinned.every((name) => {
+      const slot = this.slots.get(name)
+      return slot !== undefined && slot.settled && slot.serving.size > 0
+    })
   }
 
   /** The version that serves a request; loads the model first if it is not resident. */
@@ -166,7 +171,7 @@ export class ModelManager {
   private slot(name: string): ModelSlot {
     let slot = this.slots.get(name)
     if (!slot) {
-      slot = { name, serving: new Map(), failures: new Map(), queue: Promise.resolve(), loading: false, unloaded: false }
+      slot = { name, serving: new Map(), failures: new Map(), queue: Promise.resolve(), loading: false, unloaded: false, settled: false }
       this.slots.set(name, slot)
     }
     return slot
@@ -209,7 +214,8 @@ export class ModelManager {
     const config = disk.config
     const configKey = JSON.stringify(config)
     const configChanged = slot.configKey !== undefined && slot.configKey !== configKey
-    const targets = disk.versions.filter((v) => v.selected)
+    // Newest first: it is the one unversioned traffic goes to.
+    const targets = disk.versions.filter((v) => v.selected).sort((a, b) => b.version - a.version)
     for (const target of targets) {
       const current = slot.serving.get(target.version)
       if (!target.verified) {
@@ -239,6 +245,7 @@ export class ModelManager {
     }
     slot.config = config
     slot.configKey = configKey
+    slot.settled = true
     await this.evictOverBudget(slot.name)
   }
 
