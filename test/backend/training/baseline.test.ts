@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest'
+import { binIndex, computeBaseline, quantileEdges } from '../../../backend/training/baseline.ts'
+import { featureSpec, type FeatureValue } from '../../../shared/feature-spec.ts'
+
+describe('binIndex', () => {
+  const edges = [1, 2, 5]
+  it('counts the edges at or below a value, so a value on an edge goes to the upper bin', () => {
+    expect([-1, 0.999, 1, 1.5, 2, 4.9, 5, 100].map((v) => binIndex(edges, v))).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
+  })
+  it('puts everything in bin 0 when there are no edges', () => {
+    expect(binIndex([], 42)).toBe(0)
+  })
+})
+
+describe('quantileEdges', () => {
+  it('gives 19 interior edges for distinct values', () => {
+    const sorted = Array.from({ length: 100 }, (_, i) => i)
+    expect(quantileEdges(sorted)).toEqual([5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95])
+  })
+  it('removes ties and an edge at the minimum', () => {
+    // 60% zeros, then ones and twos: the only useful edges are 1 and 2.
+    const sorted = [...new Array(60).fill(0), ...new Array(30).fill(1), ...new Array(10).fill(2)]
+    expect(quantileEdges(sorted)).toEqual([1, 2])
+  })
+  it('gives no edges for a constant feature', () => {
+    expect(quantileEdges([3, 3, 3, 3])).toEqual([])
+  })
+})
+
+describe('computeBaseline', () => {
+  const spec = featureSpec.parse({
+    input: 'x',
+    features: [
+      { name: 'n', type: 'number', min: 0, max: 1000, required: false, default: 0 },
+      { name: 'c', type: 'category', categories: ['a', 'b', 'rare'] },
+      { name: 'flag', type: 'boolean' },
+    ],
+  })
+  // 200 rows: c is mostly "b", 1 "rare" (0.5% → __other__), 1 unknown value (→ __unseen__); n missing twice.
+  const instances = Array.from({ length: 200 }, (_, i): Record<string, FeatureValue> => {
+    const c = i === 0 ? 'rare' : i === 1 ? 'zzz' : i % 4 === 0 ? 'a' : 'b'
+    return i < 2 ? { c, flag: i % 2 === 0 } : { n: i, c, flag: i % 2 === 0 }
+  })
+  const positive = Array.from({ length: 200 }, (_, i) => i / 200)
+  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5 })
+
+  it('bins numbers at their quantiles and records range and missing rate', () => {
+    const [n] = baseline.features
+    expect(n).toMatchObject({ name: 'n', kind: 'numeric', min: 2, max: 199, missing_rate: 0.01 })
+    if (n.kind !== 'numeric') throw new Error('expected numeric')
+    expect(n.edges).toHaveLength(19)
+    expect(n.counts.reduce((a, b) => a + b, 0)).toBe(198)
+    expect(Math.max(...n.counts) - Math.min(...n.counts)).toBeLessThanOrEqual(1)
+  })
+
+  it('keeps categories covering 99% by descending count, folds the rest into __other__', () => {
+    expect(baseline.features[1]).toEqual({
+      name: 'c',
+      kind: 'categorical',
+      categories: ['b', 'a'],
+      counts: { b: 149, a: 49, __other__: 1, __unseen__: 1 },
+      missing_rate: 0,
+    })
+    expect(Object.keys(baseline.features[1].counts)).toEqual(['b', 'a', '__other__', '__unseen__'])
+  })
+
+  it('treats booleans as the categories "false" and "true"', () => {
+    expect(baseline.features[2]).toEqual({
+      name: 'flag',
+      kind: 'categorical',
+      categories: ['false', 'true'],
+      counts: { false: 100, true: 100, __other__: 0, __unseen__: 0 },
+      missing_rate: 0,
+    })
+  })
+
+  it('histograms the positive-class probability in 20 fixed bins and counts predicted classes', () => {
+    expect(baseline).toMatchObject({ format: 1, model: 'm', version: 3, rows: 200 })
+    expect(baseline.prediction.edges).toEqual([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95])
+    expect(baseline.prediction.counts).toEqual(new Array(20).fill(10))
+    expect(baseline.prediction.class_counts).toEqual({ no: 100, yes: 100 })
+  })
+})

@@ -1,0 +1,192 @@
+import { createHash } from 'node:crypto'
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { InferenceSession, Tensor } from 'onnxruntime-node'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { modelConfig, type ModelConfig } from '../../../backend/repository/model-config.ts'
+import { generateApplicants } from '../../../backend/training/applicants.ts'
+import { buildDemoRepository, type DemoRepositorySummary } from '../../../backend/training/demo-repository.ts'
+import { encodeInstance, specWidth, type FeatureSpec } from '../../../shared/feature-spec.ts'
+
+const committed = fileURLToPath(new URL('../../../models/credit-risk', import.meta.url))
+
+const listFiles = async (dir: string): Promise<string[]> => {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true })
+  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name))).sort()
+}
+
+const readConfig = async (): Promise<ModelConfig> =>
+  modelConfig.parse(JSON.parse(await readFile(join(committed, 'config.json'), 'utf8')))
+
+/** Rank AUC written out independently of backend/training/metrics.ts (O(n²) is fine at this size). */
+const pairwiseAuc = (scores: ArrayLike<number>, labels: ArrayLike<number>): number => {
+  let wins = 0
+  let pairs = 0
+  for (let i = 0; i < labels.length; i++) {
+    if (labels[i] !== 1) continue
+    for (let j = 0; j < labels.length; j++) {
+      if (labels[j] !== 0) continue
+      pairs++
+      wins += scores[i] > scores[j] ? 1 : scores[i] === scores[j] ? 0.5 : 0
+    }
+  }
+  return wins / pairs
+}
+
+const score = async (version: number, spec: FeatureSpec, instances: readonly Record<string, number | string | boolean>[]) => {
+  const width = specWidth(spec)
+  const data = new Float32Array(instances.length * width)
+  instances.forEach((instance, i) => encodeInstance(spec, instance, data.subarray(i * width, (i + 1) * width)))
+  const session = await InferenceSession.create(join(committed, String(version), 'model.onnx'))
+  try {
+    const out = await session.run({ features: new Tensor('float32', data, [instances.length, width]) })
+    return out.probabilities
+  } finally {
+    await session.release()
+  }
+}
+
+describe('the committed credit-risk repository', () => {
+  let rebuilt: string
+  let summary: DemoRepositorySummary
+
+  beforeAll(async () => {
+    rebuilt = await mkdtemp(join(tmpdir(), 'credit-risk-'))
+    summary = await buildDemoRepository(rebuilt)
+  })
+  afterAll(async () => {
+    await rm(rebuilt, { recursive: true, force: true })
+  })
+
+  it('is reproduced byte for byte by a fresh build', async () => {
+    const files = await listFiles(committed)
+    expect(files).toEqual([
+      '1/MANIFEST', '1/baseline.json', '1/metrics.json', '1/model.onnx',
+      '2/MANIFEST', '2/baseline.json', '2/metrics.json', '2/model.onnx',
+      'config.json',
+    ])
+    expect(await listFiles(join(rebuilt, 'credit-risk'))).toEqual(files)
+    for (const file of files) {
+      const [a, b] = await Promise.all([readFile(join(committed, file)), readFile(join(rebuilt, 'credit-risk', file))])
+      expect(a.equals(b), `${file} differs from a fresh build`).toBe(true)
+    }
+  })
+
+  it('reports metrics that beat the constant predictor, as written to metrics.json', async () => {
+    for (const v of summary.versions) {
+      const metrics = JSON.parse(await readFile(join(committed, String(v.version), 'metrics.json'), 'utf8'))
+      expect(metrics.holdout).toMatchObject(v.holdout)
+      expect(metrics.constant).toMatchObject(v.constant)
+      expect(v.holdout.auc).toBeGreaterThan(0.8)
+      expect(v.holdout.accuracy).toBeGreaterThan(v.constant.accuracy + 0.05)
+      expect(v.holdout.log_loss).toBeLessThan(v.constant.log_loss)
+      expect(v.onnxMaxDiff).toBeLessThan(1e-5)
+    }
+  })
+
+  it('has a config.json the server schema accepts, with a tensor as wide as the feature spec', async () => {
+    const config = await readConfig()
+    expect(config).toMatchObject({
+      name: 'credit-risk',
+      max_batch_size: 64,
+      version_policy: { latest: 2 },
+      pinned: true,
+      dynamic_batching: { max_queue_delay_us: 2000, preferred_batch_sizes: [32, 64], max_queue_size: 4096, default_timeout_us: 0 },
+      postprocess: { output: 'probabilities', labels: ['low_risk', 'high_risk'], threshold: 0.5 },
+    })
+    const spec = config.features!
+    expect(config.inputs).toEqual([{ name: spec.input, datatype: 'FP32', dims: [specWidth(spec)], allow_non_finite: false }])
+    expect(spec.features.some((f) => f.important)).toBe(true)
+    expect(spec.features.some((f) => typeof f.source === 'object' && f.source.entity === 'user' && f.source.key === 'user_id')).toBe(true)
+  })
+
+  it('has MANIFESTs in sha256sum format that match every other file of their version', async () => {
+    for (const version of ['1', '2']) {
+      const dir = join(committed, version)
+      const text = await readFile(join(dir, 'MANIFEST'), 'utf8')
+      expect(text.endsWith('\n')).toBe(true)
+      const lines = text.slice(0, -1).split('\n')
+      const names = lines.map((line) => {
+        const match = /^([0-9a-f]{64}) {2}(\S+)$/.exec(line)
+        expect(match, line).not.toBeNull()
+        return match![2]
+      })
+      expect(names).toEqual([...names].sort())
+      expect(names).toEqual((await readdir(dir)).filter((f) => f !== 'MANIFEST').sort())
+      for (const line of lines) {
+        const [sum, name] = line.split('  ')
+        expect(createHash('sha256').update(await readFile(join(dir, name))).digest('hex'), name).toBe(sum)
+      }
+    }
+  })
+
+  it('has baselines whose bins hold exactly the training rows, by the "edge goes up" rule', async () => {
+    const spec = (await readConfig()).features!
+    for (const version of [1, 2]) {
+      const baseline = JSON.parse(await readFile(join(committed, String(version), 'baseline.json'), 'utf8'))
+      const metrics = JSON.parse(await readFile(join(committed, String(version), 'metrics.json'), 'utf8'))
+      const { applicants } = generateApplicants(metrics.training.rows, metrics.training.data_seed)
+      expect(baseline).toMatchObject({ format: 1, model: 'credit-risk', version, rows: applicants.length })
+      expect(baseline.features.map((f: { name: string }) => f.name)).toEqual(spec.features.map((f) => f.name))
+      for (const f of baseline.features) {
+        const values = applicants.map((a) => a[f.name as keyof typeof a])
+        if (f.kind === 'numeric') {
+          expect(f.edges.length).toBeLessThanOrEqual(19)
+          f.edges.forEach((e: number, i: number) => i > 0 && expect(e).toBeGreaterThan(f.edges[i - 1]))
+          const counts = new Array(f.edges.length + 1).fill(0)
+          for (const v of values as number[]) counts[f.edges.filter((e: number) => e <= v).length]++
+          expect(counts, f.name).toEqual(f.counts)
+          expect([f.min, f.max]).toEqual([Math.min(...(values as number[])), Math.max(...(values as number[]))])
+        } else {
+          const counts: Record<string, number> = { __other__: 0, __unseen__: 0 }
+          for (const v of values.map(String)) {
+            const key = f.categories.includes(v) ? v : '__other__'
+            counts[key] = (counts[key] ?? 0) + 1
+          }
+          expect(f.counts, f.name).toEqual(counts)
+          const spec_ = spec.features.find((s) => s.name === f.name)!
+          if (spec_.type === 'boolean') expect(f.categories).toEqual(['false', 'true'])
+          else expect(f.categories.map((c: string) => f.counts[c])).toEqual(f.categories.map((c: string) => f.counts[c]).sort((a: number, b: number) => b - a))
+          expect(f.counts.__other__).toBeLessThanOrEqual(0.01 * applicants.length)
+        }
+        expect(f.missing_rate).toBe(0)
+      }
+      // The prediction histogram is the model's: re-score the training rows in onnxruntime.
+      const probabilities = (await score(version, spec, applicants)).data as Float32Array
+      const histogram = new Array(20).fill(0)
+      let high = 0
+      for (let i = 1; i < probabilities.length; i += 2) {
+        histogram[baseline.prediction.edges.filter((e: number) => e <= probabilities[i]).length]++
+        if (probabilities[i] >= 0.5) high++
+      }
+      expect(baseline.prediction.edges).toEqual(Array.from({ length: 19 }, (_, k) => (k + 1) / 20))
+      // FP32 against FP64 may move a row sitting on an edge; anything more is a real mismatch.
+      const moved = histogram.reduce((n, c, i) => n + Math.abs(c - baseline.prediction.counts[i]), 0)
+      expect(moved).toBeLessThanOrEqual(2)
+      expect(Math.abs(baseline.prediction.class_counts.high_risk - high)).toBeLessThanOrEqual(1)
+      expect(baseline.prediction.class_counts.low_risk + baseline.prediction.class_counts.high_risk).toBe(applicants.length)
+    }
+  })
+
+  it('v2 ranks fresh applicants well in onnxruntime and beats always-majority accuracy', async () => {
+    const spec = (await readConfig()).features!
+    const fresh = generateApplicants(3_000, 4_242)
+    const out = await score(2, spec, fresh.applicants)
+    expect(out.dims).toEqual([3_000, 2])
+    const probabilities = out.data as Float32Array
+    const high = Float64Array.from({ length: 3_000 }, (_, i) => probabilities[2 * i + 1])
+    for (let i = 0; i < 3_000; i++) expect(probabilities[2 * i] + probabilities[2 * i + 1]).toBeCloseTo(1, 5)
+
+    const auc = pairwiseAuc(high, fresh.labels)
+    const bestPossible = pairwiseAuc(fresh.risk, fresh.labels)
+    const positives = fresh.labels.reduce((n, y) => n + y, 0)
+    const majorityAccuracy = Math.max(positives, 3_000 - positives) / 3_000
+    const accuracy = high.reduce((n, p, i) => n + ((p >= 0.5 ? 1 : 0) === fresh.labels[i] ? 1 : 0), 0) / 3_000
+
+    expect(auc).toBeGreaterThan(0.8)
+    expect(auc).toBeGreaterThan(bestPossible - 0.04)
+    expect(accuracy).toBeGreaterThan(majorityAccuracy + 0.05)
+  })
+})
