@@ -1,4 +1,5 @@
-import { serve, type ServerType } from '@hono/node-server'
+import { createServer, type Server } from 'node:http'
+import { getRequestListener, RequestError } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -16,7 +17,7 @@ export interface RunningServer {
   shutdown(): Promise<void>
 }
 
-const listen = (server: ServerType): Promise<AddressInfo> =>
+const listen = (server: Server): Promise<AddressInfo> =>
   new Promise((resolve, reject) => {
     server.once('error', reject)
     server.once('listening', () => resolve(server.address() as AddressInfo))
@@ -34,7 +35,16 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     metrics,
   })
   const app = createApp({ settings, logger, manager, metrics })
-  const server = serve({ fetch: app.fetch, port: settings.PORT, hostname: settings.HOST })
+  // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
+  const listener = getRequestListener(app.fetch, {
+    hostname: settings.HOST,
+    errorHandler: (err) =>
+      err instanceof RequestError
+        ? Response.json({ error: `malformed request: ${err.message}` }, { status: 400 })
+        : Response.json({ error: 'internal server error' }, { status: 500 }),
+  })
+  const server = createServer(listener)
+  server.listen(settings.PORT, settings.HOST)
   const address = await listen(server)
   const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
   logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING })

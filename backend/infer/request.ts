@@ -24,6 +24,7 @@ const NON_FINITE: Readonly<Record<string, number>> = { NaN: Number.NaN, Infinity
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 const describe = (v: unknown): string => {
+  if (v === undefined) return 'missing'
   if (Array.isArray(v)) return 'an array'
   if (v === null) return 'null'
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`
@@ -43,7 +44,7 @@ const checkParameters = (value: unknown, where: string) => {
   for (const [key, v] of Object.entries(value)) {
     if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters.${key} must be a string, number or boolean`)
   }
-  if (value.binary_data_output !== undefined || value.binary_data_size !== undefined) {
+  if (value.binary_data_output !== undefined || value.binary_data_size !== undefined || value.binary_data !== undefined) {
     throw badRequest(`${where}: the binary tensor data extension is not supported; send JSON data`)
   }
 }
@@ -130,6 +131,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     const declared = config.inputs.find((d) => d.name === raw.name)
     if (!declared) throw badRequest(`unknown input "${raw.name}"; the model takes ${config.inputs.map((d) => `"${d.name}"`).join(', ')}`)
     if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
+    if (raw.datatype === undefined) throw badRequest(`input "${declared.name}": datatype is missing; the model takes ${declared.datatype}`)
     if (raw.datatype !== declared.datatype) throw badRequest(`input "${declared.name}": datatype ${describe(raw.datatype)} does not match the model's ${declared.datatype}`)
     checkParameters(raw.parameters, `inputs[${i}]`)
     const shape = checkShape(raw.shape, declared, batched, limits)
@@ -160,7 +162,8 @@ const parseOutputs = (value: unknown, config: ModelConfig): string[] => {
     if (!isObject(raw)) throw badRequest(`outputs[${i}] must be an object`)
     checkKeys(raw, ['name', 'parameters'], `outputs[${i}]`)
     checkParameters(raw.parameters, `outputs[${i}]`)
-    if (typeof raw.name !== 'string' || !config.outputs.some((o) => o.name === raw.name)) {
+    if (typeof raw.name !== 'string') throw badRequest(`outputs[${i}].name must be a string`)
+    if (!config.outputs.some((o) => o.name === raw.name)) {
       throw badRequest(`unknown output ${describe(raw.name)}; the model has ${config.outputs.map((o) => `"${o.name}"`).join(', ')}`)
     }
     if (names.includes(raw.name)) throw badRequest(`output "${raw.name}" is requested more than once`)

@@ -74,7 +74,7 @@ export class ModelManager {
   /** The version that serves a request; loads the model first if it is not resident. */
   async resolve(name: string, version?: string): Promise<ModelVersion> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)
-    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a positive integer`, {}, 'invalid_request')
+    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
     let slot = this.slots.get(name)
     if (!slot) {
       if (!(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
@@ -142,10 +142,15 @@ export class ModelManager {
 
   /** The serving version, if resident, without loading anything; 404 for an unknown model. */
   async serving(name: string, version?: string): Promise<ModelVersion | undefined> {
-    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a positive integer`, {}, 'invalid_request')
+    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
     const slot = this.slots.get(name)
-    if (!slot && !(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
-    return slot && !this.shuttingDown ? this.pick(slot, version === undefined ? undefined : Number(version)) : undefined
+    const wanted = version === undefined ? undefined : Number(version)
+    if (!slot || (wanted !== undefined && !slot.serving.has(wanted))) {
+      const disk = await this.repository.read(name)
+      if (!disk) throw notFound(`unknown model "${name}"`)
+      if (wanted !== undefined && !disk.versions.some((v) => v.version === wanted)) throw notFound(`model "${name}" has no version ${wanted}`)
+    }
+    return slot && !this.shuttingDown ? this.pick(slot, wanted) : undefined
   }
 
   /** Metadata of the version that would serve, with every serving version listed. */

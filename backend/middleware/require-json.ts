@@ -12,6 +12,10 @@ const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 /** Parses a JSON body into `c.var.body`; refuses other media types (415) and malformed JSON (400). */
 export const requireJson = ({ optional = false }: RequireJsonOptions = {}): MiddlewareHandler<BackendEnv> =>
   async function requireJson(c, next) {
+    const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
+    if (encoding && encoding !== 'identity') {
+      throw new InferenceError(415, `unsupported Content-Encoding "${encoding}"; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
+    }
     const text = await c.req.text()
     if (text.length === 0 && optional) {
       c.set('body', undefined)

@@ -19,6 +19,10 @@ const deadlineOf = (c: Context<BackendEnv>, arrived: number, defaultMs: number |
   return arrived + Number(header)
 }
 
+/** An incoming X-Request-Id, if it is short and plain enough to echo. */
+const safeRequestId = (header: string | undefined): string | undefined =>
+  header !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(header) ? header : undefined
+
 /** `POST /v2/models/{m}[/versions/{v}]/infer`, with per-version metrics and statistics. */
 export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
   const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
@@ -30,7 +34,7 @@ export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
     const labels = { model, version: String(served.version) }
     try {
       const deadline = deadlineOf(c, arrived, served.defaultTimeoutMs)
-      const fallbackId = () => c.req.header(HEADERS.requestId) ?? randomUUID()
+      const fallbackId = () => safeRequestId(c.req.header(HEADERS.requestId)) ?? randomUUID()
       const { response, rows, queueUs } = await serveInfer(served, c.var.body, { limits, deadline, fallbackId })
       const latencyUs = (performance.now() - arrived) * 1000
       served.stats.request(true, rows, latencyUs, queueUs)

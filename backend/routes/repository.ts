@@ -11,6 +11,7 @@ export const repositoryRoutes = ({ manager, settings }: BackendDeps) =>
     .post('/v2/repository/index', async (c) => {
       const body = c.var.body
       if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) throw badRequest('index body must be a JSON object')
+      for (const key of Object.keys(body ?? {})) if (key !== 'ready') throw badRequest(`index body has an unknown field "${key}" (allowed: ready)`)
       const readyOnly = (body as { ready?: unknown } | undefined)?.ready
       if (readyOnly !== undefined && typeof readyOnly !== 'boolean') throw badRequest('"ready" must be a boolean')
       const entries = await manager.index()

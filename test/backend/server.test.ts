@@ -74,7 +74,7 @@ describe('model metadata and readiness', () => {
   it('reports model and version readiness', async () => {
     expect(await get('/v2/models/credit-risk/ready')).toMatchObject({ status: 200, body: { ready: true } })
     expect(await get('/v2/models/credit-risk/versions/1/ready')).toMatchObject({ status: 200, body: { ready: true } })
-    expect((await get('/v2/models/credit-risk/versions/7/ready')).status).toBe(503)
+    expect((await get('/v2/models/credit-risk/versions/7/ready')).status).toBe(404)
     expect((await get('/v2/models/nope/ready')).status).toBe(404)
   })
 })
