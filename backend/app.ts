@@ -1,5 +1,4 @@
 import { Hono } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import type { BackendDeps, BackendEnv } from './env.ts'
 import { InferenceError } from './errors.ts'
 import { errorFields } from './logger.ts'
@@ -14,17 +13,8 @@ import { repositoryRoutes } from './routes/repository.ts'
  * extension, statistics and Prometheus metrics. Every failure leaves as `{"error": "..."}`.
  */
 export const createApp = (deps: BackendDeps) => {
-  const { settings, logger } = deps
+  const { logger } = deps
   const app = new Hono<BackendEnv>()
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: settings.MAX_BODY_BYTES,
-      onError: () => {
-        throw new InferenceError(413, `request body exceeds ${settings.MAX_BODY_BYTES} bytes`, {}, 'too_large')
-      },
-    }),
-  )
   app.route('/', healthRoutes(deps))
   app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))

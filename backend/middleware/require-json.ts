@@ -3,20 +3,52 @@ import { InferenceError, badRequest } from '../errors.ts'
 import type { BackendEnv } from '../env.ts'
 
 export interface RequireJsonOptions {
+  /** Largest body accepted, in bytes (413 beyond). */
+  maxBytes: number
   /** Accept an empty body (as `undefined`), for endpoints whose body is optional. */
   optional?: boolean
 }
 
 const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 
-/** Parses a JSON body into `c.var.body`; refuses other media types (415) and malformed JSON (400). */
-export const requireJson = ({ optional = false }: RequireJsonOptions = {}): MiddlewareHandler<BackendEnv> =>
+const tooLarge = (maxBytes: number) => new InferenceError(413, `request body exceeds ${maxBytes} bytes`, {}, 'too_large')
+
+/**
+ * Reads a body of unknown length (chunked) while counting, so a client cannot make us buffer
+ * more than the limit. Bodies with a Content-Length never take this path.
+ */
+const readCapped = async (stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> => {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: false })
+  const reader = stream.getReader()
+  let size = 0
+  let text = ''
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return text + decoder.decode()
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel()
+      throw tooLarge(maxBytes)
+    }
+    text += decoder.decode(value, { stream: true })
+  }
+}
+
+/**
+ * Parses a JSON body into `c.var.body`: refuses bodies over the limit (413), other media types
+ * or content codings (415) and malformed JSON (400). Checks the declared length before reading,
+ * and reads through Hono's plain `text()` so the Node adapter keeps its fast path.
+ */
+export const requireJson = ({ maxBytes, optional = false }: RequireJsonOptions): MiddlewareHandler<BackendEnv> =>
   async function requireJson(c, next) {
+    const declared = c.req.header('content-length')
+    if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes)
     const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
     if (encoding && encoding !== 'identity') {
       throw new InferenceError(415, `unsupported Content-Encoding "${encoding}"; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
     }
-    const text = await c.req.text()
+    const body = declared === undefined && c.req.header('transfer-encoding') !== undefined ? c.req.raw.body : null
+    const text = body ? await readCapped(body, maxBytes) : await c.req.text()
     if (text.length === 0 && optional) {
       c.set('body', undefined)
       return next()

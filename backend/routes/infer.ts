@@ -50,7 +50,7 @@ export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
     }
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
-    app.post(path, requireJson(), infer)
+    app.post(path, requireJson({ maxBytes: settings.MAX_BODY_BYTES }), infer)
   }
   return app
 }

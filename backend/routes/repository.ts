@@ -7,7 +7,7 @@ import { requireJson } from '../middleware/require-json.ts'
 /** The repository extension: index, load, unload (admin token). */
 export const repositoryRoutes = ({ manager, settings }: BackendDeps) =>
   new Hono<BackendEnv>()
-    .use('/v2/repository/*', adminAuth({ token: settings.ADMIN_TOKEN }), requireJson({ optional: true }))
+    .use('/v2/repository/*', adminAuth({ token: settings.ADMIN_TOKEN }), requireJson({ maxBytes: settings.MAX_BODY_BYTES, optional: true }))
     .post('/v2/repository/index', async (c) => {
       const body = c.var.body
       if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) throw badRequest('index body must be a JSON object')

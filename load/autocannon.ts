@@ -1,0 +1,81 @@
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { spawnChild } from './processes.ts'
+
+export interface LoadOptions {
+  url: string
+  body: string
+  connections: number
+  durationS: number
+}
+
+/** What one autocannon run measured (latencies in ms, as autocannon records them). */
+export interface LoadResult {
+  reqPerSec: number
+  /** Responses with a 2xx status. */
+  ok: number
+  /** Every completed response, 2xx or not. */
+  completed: number
+  p50Ms: number
+  p99Ms: number
+  non2xx: number
+  errors: number
+  timeouts: number
+}
+
+/** The subset of autocannon's `--json` result the benchmark reads. */
+interface AutocannonJson {
+  requests: { average: number; total: number }
+  latency: { p50: number; p99: number }
+  '2xx': number
+  non2xx: number
+  errors: number
+  timeouts: number
+}
+
+const autocannonBin = (): string => {
+  const pkg = createRequire(import.meta.url).resolve('autocannon/package.json')
+  return join(dirname(pkg), 'autocannon.js')
+}
+
+/**
+ * Runs autocannon as a separate process, so the load generator's own JavaScript never shares an
+ * event loop with what it measures (it still shares the two cores — that is the machine).
+ */
+export const runAutocannon = async ({ url, body, connections, durationS }: LoadOptions): Promise<LoadResult> => {
+  const args = [
+    autocannonBin(), '--json',
+    '-c', String(connections), '-d', String(durationS),
+    '-m', 'POST', '-H', 'content-type=application/json', '-b', body,
+    url,
+  ]
+  const child = spawnChild(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.process.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.process.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  const code = await child.exited
+  if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.slice(-2_000)}`)
+  return parseResult(stdout)
+}
+
+/** autocannon prints newline-delimited JSON; the result is the last object. */
+export const parseResult = (stdout: string): LoadResult => {
+  const line = stdout.trim().split('\n').pop() ?? ''
+  let json: AutocannonJson
+  try {
+    json = JSON.parse(line) as AutocannonJson
+  } catch {
+    throw new Error(`autocannon printed no JSON result: ${stdout.slice(-500)}`)
+  }
+  return {
+    reqPerSec: json.requests.average,
+    ok: json['2xx'],
+    completed: json.requests.total,
+    p50Ms: json.latency.p50,
+    p99Ms: json.latency.p99,
+    non2xx: json.non2xx,
+    errors: json.errors,
+    timeouts: json.timeouts,
+  }
+}
