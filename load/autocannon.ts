@@ -21,6 +21,8 @@ export interface LoadResult {
   non2xx: number
   errors: number
   timeouts: number
+  /** The server's CPU time per completed request, where the benchmark measured it. */
+  serverCpuUsPerRequest?: number
 }
 
 /** The subset of autocannon's `--json` result the benchmark reads. */

@@ -1,4 +1,5 @@
 import { runAutocannon, type LoadResult } from './autocannon.ts'
+import { processCpuMicros } from './cpu.ts'
 import { measureCeiling } from './in-process.ts'
 import { meanBatchSize, scrapeBatchCounters } from './metrics.ts'
 import { cleanUp, installSignalHandlers, interrupted } from './processes.ts'
@@ -53,6 +54,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const loadFor = (url: string, body: string, settings: BenchSettings, durationS: number): Promise<LoadResult> =>
   runAutocannon({ url, body, connections: settings.connections, durationS })
 
+/** A measured run, with the server's own CPU time per completed request. */
+const measuredLoad = async (server: ServerProcess, url: string, body: string, settings: BenchSettings): Promise<LoadResult> => {
+  const pid = server.child.process.pid
+  const cpuBefore = pid === undefined ? Number.NaN : processCpuMicros(pid)
+  const load = await loadFor(url, body, settings, settings.durationS)
+  const cpuAfter = pid === undefined ? Number.NaN : processCpuMicros(pid)
+  return { ...load, serverCpuUsPerRequest: load.completed > 0 ? (cpuAfter - cpuBefore) / load.completed : Number.NaN }
+}
+
 interface ServedMeasurement extends ServedRun {
   /** The server's answer to one request: the template the HTTP ceiling answers with. */
   sampleResponse: string
@@ -71,7 +81,7 @@ const measureServer = async (workload: Workload, batching: 'on' | 'off', setting
     // Uncounted: JIT, socket pools and the batcher's drain-rate estimate settle first.
     await loadFor(url, workload.body, settings, settings.warmupS)
     const before = await scrapeBatchCounters(server.url, workload.model)
-    const load = await loadFor(url, workload.body, settings, settings.durationS)
+    const load = await measuredLoad(server, url, workload.body, settings)
     // Let batches still running when autocannon hung up reach the histogram.
     await sleep(200)
     assertAlive(server, 'the measured run')
@@ -93,7 +103,7 @@ const measureHttpCeiling = async (workload: Workload, sampleResponse: string, se
     const url = inferUrl(server.url, workload.model)
     await primeInfer(url, workload.body)
     await loadFor(url, workload.body, settings, settings.warmupS)
-    const load = await loadFor(url, workload.body, settings, settings.durationS)
+    const load = await measuredLoad(server, url, workload.body, settings)
     assertAlive(server, 'the measured run')
     return load
   } finally {
@@ -149,6 +159,7 @@ const main = async (): Promise<void> => {
     const legend = [
       `C(b): onnxruntime-node in this process, 1 intra-op thread, batch b (b = the batched run's mean batch, rounded).`,
       `H: Hono on @hono/node-server with no model, same body in, same response out.`,
+      `CPU µs/req: the server process's CPU time (all threads) over the measured run ÷ requests completed; steady when neighbours are not.`,
       `Load: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, on the same cores.`,
     ].join('\n')
     process.stdout.write(`\n${formatMeasurements(results)}\n\n${formatChecks(results)}\n\n${legend}\n`)

@@ -17,15 +17,16 @@ const ms = (x: number): string => (Number.isFinite(x) ? (Number.isInteger(x) ? S
 const batch = (x: number): string => (Number.isFinite(x) ? (Number.isInteger(x) ? String(x) : x.toFixed(1)) : '-')
 const failures = (l: LoadResult): string => `${l.non2xx}/${l.errors}${l.timeouts > 0 ? ` (${l.timeouts} timeouts)` : ''}`
 
-const MEASUREMENTS_HEADERS = ['model', 'row', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'mean batch', 'non-2xx/errors']
-const MEASUREMENTS_ALIGN: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right']
+const MEASUREMENTS_HEADERS = ['model', 'row', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'mean batch', 'CPU µs/req', 'non-2xx/errors']
+const MEASUREMENTS_ALIGN: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right']
 
 const loadRow = (model: string, label: string, load: LoadResult, rowsPerRequest: number, meanBatch: number): Cell[] => [
-  model, label, int(load.reqPerSec), int(rowsPerSec(load, rowsPerRequest)), ms(load.p50Ms), ms(load.p99Ms), batch(meanBatch), failures(load),
+  model, label, int(load.reqPerSec), int(rowsPerSec(load, rowsPerRequest)), ms(load.p50Ms), ms(load.p99Ms), batch(meanBatch),
+  int(load.serverCpuUsPerRequest ?? Number.NaN), failures(load),
 ]
 
 const ceilingRow = (model: string, b: number, rowsPerSecond: number): Cell[] =>
-  [model, `C(${b}) onnxruntime in-process`, '-', int(rowsPerSecond), '-', '-', String(b), '-']
+  [model, `C(${b}) onnxruntime in-process`, '-', int(rowsPerSecond), '-', '-', String(b), '-', '-']
 
 /** The one table of measurements: every row from the same run. */
 export const formatMeasurements = (results: readonly ModelResults[]): string =>

@@ -75,28 +75,54 @@ const element = (v: unknown, datatype: Datatype, allowNonFinite: boolean): numbe
   return typeof v === 'string' ? v : new Invalid('a string')
 }
 
+/** `[i][j]…` of the element at a flat row-major index, built only for error messages. */
+const pathOf = (flat: number, shape: readonly number[]): string => {
+  const indices: number[] = []
+  for (let d = shape.length - 1; d >= 0; d--) {
+    indices[d] = flat % shape[d]
+    flat = Math.floor(flat / shape[d])
+  }
+  return indices.map((i) => `[${i}]`).join('')
+}
+
 /**
  * Flattens row-major data into `out`. Nested data must have exactly the declared shape; flat
- * data must have exactly the product of the shape.
+ * data must have exactly the product of the shape. Messages are built only on failure: this
+ * loop runs for every element of every request.
  */
 const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, out: TensorValues) => {
+  const nested = data.length > 0 && Array.isArray(data[0])
+  const target = out as unknown[]
+  const fast = input.datatype === 'FP32' || input.datatype === 'FP64'
   let at = 0
-  const put = (v: unknown, where: () => string) => {
+  const put = (v: unknown) => {
+    if (fast && typeof v === 'number' && Math.abs(v) <= FP32_MAX) {
+      target[at++] = v
+      return
+    }
     const converted = element(v, input.datatype, input.allow_non_finite)
-    if (converted instanceof Invalid) throw badRequest(`input "${input.name}": ${where()} is ${describe(v)}, expected ${converted.expected}`)
-    ;(out as unknown[])[at++] = converted
+    if (converted instanceof Invalid) {
+      const where = nested ? pathOf(at, shape) : `[${at}]`
+      throw badRequest(`input "${input.name}": data${where} is ${describe(v)}, expected ${converted.expected}`)
+    }
+    target[at++] = converted
   }
-  if (!(data.length > 0 && Array.isArray(data[0]))) {
-    for (let i = 0; i < data.length; i++) put(data[i], () => `data[${i}]`)
+  if (!nested) {
+    for (let i = 0; i < data.length; i++) put(data[i])
     return
   }
-  const walk = (node: unknown, depth: number, path: string) => {
-    if (depth === shape.length) return put(node, () => `data${path}`)
-    if (!Array.isArray(node)) throw badRequest(`input "${input.name}": data${path} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
-    if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": data${path} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
-    for (let i = 0; i < node.length; i++) walk(node[i], depth + 1, `${path}[${i}]`)
+  const trail: number[] = []
+  const walk = (node: unknown, depth: number) => {
+    if (depth === shape.length) return put(node)
+    const where = () => `data${trail.slice(0, depth).map((i) => `[${i}]`).join('')}`
+    if (!Array.isArray(node)) throw badRequest(`input "${input.name}": ${where()} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
+    if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": ${where()} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
+    for (let i = 0; i < node.length; i++) {
+      trail[depth] = i
+      walk(node[i], depth + 1)
+    }
   }
-  walk(data, 0, '')
+  walk(data, 0)
 }
 
 const checkShape = (shape: unknown, input: TensorConfig, batched: boolean, limits: ParseLimits): number[] => {
