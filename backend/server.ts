@@ -93,6 +93,8 @@ const main = async () => {
       },
     )
   }
+  // A fault that escaped its handler is a bug to log, not a reason to drop every request in flight.
+  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', errorFields(reason)))
   process.on('SIGTERM', () => stop('SIGTERM'))
   process.on('SIGINT', () => stop('SIGINT'))
 }

@@ -105,7 +105,12 @@ export class ModelManager {
   /** Loads a model, or reloads it from disk beside the serving versions. */
   async load(name: string): Promise<void> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)
-    if (!(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+    if (!(await this.repository.read(name))) {
+      // Gone from disk: whatever still serves it is retired.
+      const stale = this.slots.get(name)
+      if (stale) await this.enqueue(stale, () => this.sync(stale))
+      throw notFound(`unknown model "${name}"`)
+    }
     const slot = this.slot(name)
     slot.unloaded = false
     await this.enqueue(slot, () => this.sync(slot))
@@ -189,11 +194,15 @@ export class ModelManager {
     return newest
   }
 
+  /** Runs lifecycle work for a model after what is already queued; never rejects (a fault is the model's error). */
   private enqueue(slot: ModelSlot, work: () => Promise<void>): Promise<void> {
     const run = async () => {
       slot.loading = true
       try {
         await work()
+      } catch (err) {
+        slot.error = `repository could not be read: ${(err as Error).message}`
+        this.options.logger.error('model lifecycle step failed', { model: slot.name, ...errorFields(err) })
       } finally {
         slot.loading = false
       }
@@ -261,9 +270,14 @@ export class ModelManager {
     metrics?.modelsLoaded.set(this.depths().length)
   }
 
+  /** Drains and releases a version; never rejects, since callers often do not wait for it. */
   private async retire(version: ModelVersion, why: string, successor?: ModelVersion): Promise<void> {
     this.options.logger.info('model version retiring', { model: version.model, version: version.version, why })
-    await version.retire(successor)
+    try {
+      await version.retire(successor)
+    } catch (err) {
+      this.options.logger.error('model version did not release cleanly', { model: version.model, version: version.version, ...errorFields(err) })
+    }
     const { metrics } = this.options
     metrics?.executionProvider.remove({ model: version.model, version: String(version.version), provider: version.provider })
     metrics?.modelsLoaded.set(this.depths().length)

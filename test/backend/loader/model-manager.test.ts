@@ -1,4 +1,4 @@
-import { cp, readFile, writeFile } from 'node:fs/promises'
+import { cp, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { post, startBackend, until, type BackendProcess } from '../support/backend-process.ts'
@@ -150,6 +150,19 @@ describe('model lifecycle', () => {
     // latest: 2 now selects 3 and 2; version 1 was drained and unloaded.
     const entries = await index(url)
     expect(entry(entries, 'credit-risk', '1')).toMatchObject({ state: 'UNAVAILABLE', reason: 'not selected by the version policy' })
+  })
+
+  it('retires a served model whose folder is deleted, answering 404 from then on', async () => {
+    const fixture = await start()
+    await fixture.addModel('doomed')
+    const url = await launch()
+    const body = { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] }
+    expect((await post(`${url}/v2/models/doomed/infer`, body)).status).toBe(200)
+    await rm(join(fixture.root, 'doomed'), { recursive: true })
+    expect((await post(`${url}/v2/repository/models/doomed/load`, '', admin)).status).toBe(404)
+    expect((await post(`${url}/v2/models/doomed/infer`, body)).status).toBe(404)
+    expect((await index(url)).some((e) => e.name === 'doomed')).toBe(false)
+    expect((await infer(url)).status).toBe(200)
   })
 
   it('reports a broken config.json with the field path and keeps the server up', async () => {
