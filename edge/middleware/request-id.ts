@@ -1,0 +1,18 @@
+import type { MiddlewareHandler } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { AppEnv } from '../env.ts'
+
+export interface RequestIdOptions {
+  /** Incoming ids matching this are kept (so a client's trace joins ours); others are replaced. */
+  accept?: RegExp
+}
+
+/** Gives every request an id, echoed in `X-Request-Id` and in every problem body. */
+export const requestId = ({ accept = /^[A-Za-z0-9._:-]{8,128}$/ }: RequestIdOptions = {}): MiddlewareHandler<AppEnv> =>
+  async function requestId(c, next) {
+    const incoming = c.req.header(HEADERS.requestId)
+    const id = incoming !== undefined && accept.test(incoming) ? incoming : crypto.randomUUID()
+    c.set('requestId', id)
+    c.header(HEADERS.requestId, id)
+    await next()
+  }

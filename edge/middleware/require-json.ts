@@ -1,0 +1,36 @@
+import type { MiddlewareHandler } from 'hono'
+import type { AppEnv } from '../env.ts'
+import { Problem } from '../problem.ts'
+
+export interface RequireJsonOptions {
+  /** Largest body accepted, in bytes. */
+  maxBytes?: number
+}
+
+const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
+
+/**
+ * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
+ * limit (declared or counted), 415 for other media types or content codings.
+ */
+export const requireJson = ({ maxBytes = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
+  async function requireJson(c, next) {
+    if (c.req.method !== 'POST' && c.req.method !== 'PUT') return next()
+    const declared = c.req.header('content-length')
+    if (declared !== undefined && Number(declared) > maxBytes) {
+      throw new Problem(413, 'Payload Too Large', `request body is ${declared} bytes; the limit is ${maxBytes}`)
+    }
+    const type = c.req.header('content-type') ?? ''
+    if (!isJson(type)) {
+      throw new Problem(415, 'Unsupported Media Type', `expected Content-Type application/json, got ${type ? `"${type}"` : 'none'}`)
+    }
+    const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
+    if (encoding && encoding !== 'identity') {
+      throw new Problem(415, 'Unsupported Media Type', `Content-Encoding "${encoding}" is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
+    }
+    const text = await c.req.text()
+    if (new TextEncoder().encode(text).byteLength > maxBytes) {
+      throw new Problem(413, 'Payload Too Large', `request body exceeds ${maxBytes} bytes`)
+    }
+    await next()
+  }

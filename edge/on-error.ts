@@ -1,0 +1,28 @@
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import type { AppEnv } from './env.ts'
+import { PROBLEM_CONTENT_TYPE, Problem } from './problem.ts'
+
+/**
+ * The edge's one error mapper: a `Problem` becomes its problem+json body; anything else is an
+ * internal error whose details stay out of the response.
+ */
+export const onError = (err: Error, c: Context<AppEnv>): Response => {
+  const problem =
+    err instanceof Problem
+      ? err
+      : err instanceof HTTPException
+        ? new Problem(err.status, err.status === 413 ? 'Payload Too Large' : 'Bad Request', err.message || 'request refused')
+        : new Problem(500, 'Internal Server Error', 'the edge failed to handle this request; it has been logged', { slug: 'internal' })
+  if (problem.status >= 500 && !(err instanceof Problem)) {
+    console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', request_id: c.get('requestId'), error: err.message }))
+  }
+  const requestId = c.get('requestId')
+  return new Response(JSON.stringify(problem.body(requestId, c.req.path)), {
+    status: problem.status,
+    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...(requestId ? { 'x-request-id': requestId } : {}), ...problem.extra.headers },
+  })
+}
+
+/** 404 for routes the edge does not have, in the same shape. */
+export const notFound = (c: Context<AppEnv>): Response => onError(new Problem(404, 'Not Found', `no route for ${c.req.method} ${c.req.path}`), c)

@@ -1,0 +1,4 @@
+import { createApp } from './app.ts'
+
+/** The Cloudflare Workers entry point (wrangler.toml `main`). */
+export default createApp()
