@@ -1,3 +1,5 @@
+import type { FeatureValue } from '../shared/feature-spec.ts'
+
 /**
  * The edge worker's one environment definition: Cloudflare bindings (vars and secrets from
  * wrangler.toml) and the per-request variables middlewares hand to each other.
@@ -23,9 +25,21 @@ export interface Caller {
   rateLimitPerMinute: number
 }
 
+/** A predict request after normalization and validation against the model's feature spec. */
+export interface PredictInput {
+  instances: Array<Record<string, FeatureValue>>
+  /** Entity ids for feature enrichment, e.g. `{ user_id: "u-42" }`. */
+  entity?: Record<string, string>
+}
+
 export interface Variables {
   requestId: string
   caller: Caller
+  /** The parsed JSON body, after normalization. */
+  body: unknown
+  /** How many input fixes normalization applied (surfaced as `X-Input-Normalized`). */
+  normalizedFixes: number
+  predict: PredictInput
 }
 
 export interface AppEnv {
