@@ -47,8 +47,8 @@ export const creditRiskSpecInput = {
     { name: 'region', type: 'category', categories: [...REGIONS], description: 'Sales region' },
     { name: 'housing', type: 'category', categories: [...HOUSING], description: 'Housing status' },
     { name: 'has_default_history', type: 'boolean', description: 'Any default on record' },
-    { name: 'account_age_months', type: 'integer', min: 0, max: 600, source: user, description: 'Months since the customer account was opened' },
-    { name: 'num_products', type: 'integer', min: 0, max: 20, source: user, description: 'Products the customer holds with us' },
+    { name: 'account_age_months', type: 'integer', min: 0, max: 600, source: user, default: 0, description: 'Months since the customer account was opened' },
+    { name: 'num_products', type: 'integer', min: 0, max: 20, source: user, default: 1, description: 'Products the customer holds with us' },
   ],
 } satisfies z.input<typeof featureSpec>
 

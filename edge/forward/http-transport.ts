@@ -1,0 +1,102 @@
+import { HEADERS } from '../../shared/headers.ts'
+import type { InferResponse } from '../../shared/protocol.ts'
+import { Problem } from '../problem.ts'
+import { CircuitBreaker } from './circuit-breaker.ts'
+import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
+
+export interface HttpTransportOptions {
+  baseUrl: string
+  /** Extra attempts after a connection failure or a 503, while the deadline allows. */
+  retries?: number
+  breaker?: CircuitBreaker
+  fetch?: typeof fetch
+}
+
+/** A refusal from the backend that the edge passes on (or falls back from). */
+export class BackendRefusal extends Problem {
+  constructor(status: 429 | 503 | 504, detail: string, retryAfter?: string) {
+    const titles = { 429: 'Too Many Requests', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as const
+    super(status, titles[status], detail, { slug: `backend-${status}`, headers: retryAfter ? { 'retry-after': retryAfter } : {} })
+  }
+}
+
+const backendError = async (res: Response): Promise<string> => {
+  try {
+    const body = (await res.json()) as { error?: unknown }
+    return typeof body.error === 'string' ? body.error : `status ${res.status}`
+  } catch {
+    return `status ${res.status}`
+  }
+}
+
+/**
+ * Forwards to the backend over HTTP: deadline-bounded, retried only where a retry cannot
+ * duplicate work (connection refused, 503), and guarded by a circuit breaker.
+ */
+export class HttpTransport implements Transport {
+  readonly name = 'http'
+  private readonly baseUrl: string
+  private readonly retries: number
+  readonly breaker: CircuitBreaker
+  private readonly fetcher: typeof fetch
+
+  constructor({ baseUrl, retries = 1, breaker = new CircuitBreaker(), fetch: fetcher = fetch }: HttpTransportOptions) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '')
+    this.retries = retries
+    this.breaker = breaker
+    this.fetcher = fetcher
+  }
+
+  async infer(call: InferCall): Promise<InferResponse> {
+    const url = `${this.baseUrl}/v2/models/${encodeURIComponent(call.model)}/versions/${call.version}/infer`
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      [HEADERS.requestId]: call.requestId,
+      [HEADERS.deadlineMs]: String(Math.max(1, Math.floor(call.deadlineMs))),
+      ...(call.traceparent ? { [HEADERS.traceparent]: call.traceparent } : {}),
+    }
+    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineMs)
+    if (res.ok) return (await res.json()) as InferResponse
+    const message = await backendError(res)
+    const retryAfter = res.headers.get('retry-after') ?? undefined
+    if (res.status === 429 || res.status === 503 || res.status === 504) throw new BackendRefusal(res.status, `inference tier: ${message}`, retryAfter)
+    if (res.status === 404) throw new Problem(404, 'Not Found', `inference tier: ${message}`)
+    throw new Problem(502, 'Bad Gateway', `the inference tier refused the request (${res.status}): ${message}`, { slug: 'backend-refused' })
+  }
+
+  async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
+    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, 5_000)
+    if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
+    return (await res.json()) as BackendModelMetadata
+  }
+
+  /** One logical request: retried on connection failure or 503 within the time left. */
+  private async send(url: string, init: RequestInit, deadlineMs: number): Promise<Response> {
+    const started = Date.now()
+    for (let attempt = 0; ; attempt++) {
+      if (!this.breaker.allow()) {
+        throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(this.breaker.retryAfterSeconds()))
+      }
+      const left = deadlineMs - (Date.now() - started)
+      if (left <= 0) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+      let res: Response
+      try {
+        res = await this.fetcher(url, { ...init, signal: AbortSignal.timeout(left) })
+      } catch (err) {
+        this.breaker.failure()
+        const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+        if (timedOut) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+        if (attempt < this.retries) continue
+        throw new BackendRefusal(503, 'inference tier unreachable', String(this.breaker.retryAfterSeconds()))
+      }
+      if (res.status === 503 && attempt < this.retries) {
+        await res.body?.cancel()
+        continue
+      }
+      if (res.status >= 500 && res.status !== 504) this.breaker.failure()
+      else this.breaker.success()
+      return res
+    }
+  }
+}

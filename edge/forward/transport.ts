@@ -1,0 +1,25 @@
+import type { InferRequest, InferResponse, ModelMetadata } from '../../shared/protocol.ts'
+
+/** One infer call from the edge to an inference tier. */
+export interface InferCall {
+  model: string
+  version: number
+  request: InferRequest
+  requestId: string
+  /** Milliseconds the caller is willing to wait in all. */
+  deadlineMs: number
+  traceparent?: string
+}
+
+/** Metadata the backend serves, with the protocol extensions the edge compiles validation from. */
+export interface BackendModelMetadata extends ModelMetadata {
+  features?: unknown
+  postprocess?: unknown
+}
+
+/** How the edge reaches an inference tier: HTTP to the GPU backend, or the Lambda CPU tier. */
+export interface Transport {
+  readonly name: string
+  infer(call: InferCall): Promise<InferResponse>
+  metadata(model: string, requestId: string): Promise<BackendModelMetadata>
+}
