@@ -1,4 +1,6 @@
 import type { FeatureValue } from '../shared/feature-spec.ts'
+import type { ModelDescription } from './catalog/model-catalog.ts'
+import type { Assignment } from './routing/rollout.ts'
 
 /**
  * The edge worker's one environment definition: Cloudflare bindings (vars and secrets from
@@ -40,6 +42,10 @@ export interface Variables {
   /** How many input fixes normalization applied (surfaced as `X-Input-Normalized`). */
   normalizedFixes: number
   predict: PredictInput
+  /** The model named in the path, as the backend describes it. */
+  model: ModelDescription
+  /** Which version and variant serve this request, and why. */
+  assignment: Assignment
 }
 
 export interface AppEnv {

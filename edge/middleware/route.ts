@@ -1,0 +1,40 @@
+import type { MiddlewareHandler } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { ModelCatalog } from '../catalog/model-catalog.ts'
+import type { AppEnv } from '../env.ts'
+import { Problem } from '../problem.ts'
+import { assignArm, pinnable } from '../routing/rollout.ts'
+import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
+
+export interface RouteOptions {
+  catalog: ModelCatalog
+  rollouts: RolloutStore
+  /** Header carrying the sticky key when the request names no entity. */
+  experimentHeader?: string
+}
+
+/**
+ * Picks the version that serves a request: a pin header wins, else the sticky arm of (entity
+ * id, else X-Experiment-Key, else the request id), so a user stays in one arm while weights hold.
+ */
+export const route = ({ catalog, rollouts, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
+  async function route(c, next) {
+    const name = c.req.param('model') ?? ''
+    const model = await catalog.describe(name, c.get('requestId'))
+    c.set('model', model)
+    const rollout = (await rollouts.get(name)) ?? defaultRollout(model)
+    const pin = c.req.header(HEADERS.modelVersion)
+    if (pin !== undefined) {
+      if (!/^[1-9][0-9]{0,8}$/.test(pin.trim())) throw new Problem(400, 'Bad Request', `${HEADERS.modelVersion} must be a version number, got "${pin.slice(0, 32)}"`)
+      const version = Number(pin)
+      if (!model.versions.includes(version)) throw new Problem(404, 'Not Found', `model "${name}" has no version ${version} (served: ${model.versions.join(', ')})`)
+      if (!pinnable(rollout).has(version)) throw new Problem(400, 'Bad Request', `version ${version} of "${name}" may not be pinned (allowed: ${[...pinnable(rollout)].join(', ')})`)
+      const arm = rollout.arms.find((a) => a.version === version)
+      c.set('assignment', { variant: arm?.variant ?? 'pinned', version, by: 'pin' })
+      return next()
+    }
+    const entity = c.get('predict')?.entity
+    const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
+    c.set('assignment', assignArm(rollout, key))
+    await next()
+  }

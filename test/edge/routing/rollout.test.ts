@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest'
+import { assignArm, inShadow, pinnable, rolloutSchema, type Rollout } from '../../../edge/routing/rollout.ts'
+
+const rollout: Rollout = rolloutSchema.parse({
+  salt: 'credit-risk-exp',
+  arms: [
+    { variant: 'stable', version: 2, weight: 70 },
+    { variant: 'challenger', version: 3, weight: 25 },
+    { variant: 'canary', version: 4, weight: 5 },
+  ],
+  pinnable: [1],
+  shadow: { version: 5, percent: 10 },
+})
+
+describe('sticky arm assignment', () => {
+  it('puts 10,000 synthetic users into arms within ±1.5 points of the weights, each always in the same arm', () => {
+    const counts: Record<string, number> = {}
+    for (let i = 0; i < 10_000; i++) {
+      const first = assignArm(rollout, `user-${i}`)
+      for (let again = 0; again < 3; again++) expect(assignArm(rollout, `user-${i}`)).toEqual(first)
+      counts[first.variant] = (counts[first.variant] ?? 0) + 1
+    }
+    expect(Math.abs(counts.stable / 100 - 70)).toBeLessThanOrEqual(1.5)
+    expect(Math.abs(counts.challenger / 100 - 25)).toBeLessThanOrEqual(1.5)
+    expect(Math.abs(counts.canary / 100 - 5)).toBeLessThanOrEqual(1.5)
+  })
+
+  it('moves only the users a weight change must move when the canary grows', () => {
+    const grown = rolloutSchema.parse({ ...rollout, arms: [{ variant: 'stable', version: 2, weight: 50 }, { variant: 'challenger', version: 3, weight: 25 }, { variant: 'canary', version: 4, weight: 25 }] })
+    let movedToCanaryFromElsewhere = 0
+    let leftCanary = 0
+    for (let i = 0; i < 10_000; i++) {
+      const before = assignArm(rollout, `u${i}`).variant
+      const after = assignArm(grown, `u${i}`).variant
+      if (before === 'canary' && after !== 'canary') leftCanary++
+      if (before !== 'canary' && after === 'canary') movedToCanaryFromElsewhere++
+    }
+    expect(leftCanary).toBe(0)
+    expect(movedToCanaryFromElsewhere).toBeGreaterThan(1_500)
+  })
+
+  it('gives a zero-weight arm nobody', () => {
+    const off = rolloutSchema.parse({ salt: 's', arms: [{ variant: 'stable', version: 1, weight: 100 }, { variant: 'canary', version: 2, weight: 0 }] })
+    for (let i = 0; i < 2_000; i++) expect(assignArm(off, `u${i}`).variant).toBe('stable')
+  })
+
+  it('allows pins to listed versions and every arm version', () => {
+    expect([...pinnable(rollout)].sort()).toEqual([1, 2, 3, 4])
+  })
+
+  it('sends about the shadow percentage to the shadow version, stably', () => {
+    let shadowed = 0
+    for (let i = 0; i < 10_000; i++) {
+      const s = inShadow(rollout, `u${i}`)
+      expect(inShadow(rollout, `u${i}`)).toBe(s)
+      if (s) shadowed++
+    }
+    expect(Math.abs(shadowed / 100 - 10)).toBeLessThanOrEqual(1.5)
+  })
+
+  it('refuses weights that do not sum to 100, duplicate variants and unknown fields', () => {
+    expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 60 }] }).error?.issues[0].message).toMatch(/sum to 60/)
+    expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 50 }, { variant: 'a', version: 2, weight: 50 }] }).success).toBe(false)
+    expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 100 }], extra: 1 }).success).toBe(false)
+  })
+})
