@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Readable } from 'node:stream'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
 
@@ -34,7 +35,7 @@ export const startWorker = async (bindings: Record<string, string>): Promise<Run
     compatibilityDate: '2026-04-01',
     compatibilityFlags: ['nodejs_compat'],
     bindings,
-    handleRuntimeStdio(stdout, stderr) {
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       for (const stream of [stdout, stderr]) stream.on('data', (d: Buffer) => logs.push(...d.toString().split('\n').filter(Boolean)))
     },
   })
