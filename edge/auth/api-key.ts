@@ -1,0 +1,92 @@
+import { z } from 'zod'
+
+/**
+ * API keys: `ei_<environment>_<43 base64url characters>` (32 random bytes, 256 bits). The prefix
+ * makes a leaked key recognizable to secret scanners and people; the edge stores and compares only
+ * SHA-256 digests, never the key. Everything here runs unchanged in workerd and Node 20.
+ */
+export const API_KEY_PREFIX = 'ei_'
+
+/** Random bytes per key (256 bits, well past the 128 required). */
+export const API_KEY_BYTES = 32
+
+const ENVIRONMENT = /^[a-z0-9]{1,16}$/
+const API_KEY = /^ei_[a-z0-9]{1,16}_[A-Za-z0-9_-]{43}$/
+const SHA256_HEX = /^[0-9a-f]{64}$/
+
+export const SCOPES = ['predict', 'admin'] as const
+export type Scope = (typeof SCOPES)[number]
+
+/** Whether a string has the shape of a key this edge issues (says nothing about validity). */
+export const isApiKey = (candidate: string): boolean => API_KEY.test(candidate)
+
+const base64url = (bytes: Uint8Array): string => {
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+
+/** A fresh key for `environment` (a short lowercase tag such as `live`, `test`, `local`). */
+export const generateApiKey = (environment = 'live'): string => {
+  if (!ENVIRONMENT.test(environment)) {
+    throw new TypeError('the key environment tag must be 1-16 lowercase letters or digits')
+  }
+  return `${API_KEY_PREFIX}${environment}_${base64url(crypto.getRandomValues(new Uint8Array(API_KEY_BYTES)))}`
+}
+
+/** SHA-256 of the key's UTF-8 bytes, as raw bytes. */
+export const digestApiKey = async (key: string): Promise<Uint8Array> =>
+  new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key)))
+
+export const bytesToHex = (bytes: Uint8Array): string => {
+  let hex = ''
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** Bytes of a lowercase hex SHA-256 digest; undefined for anything else. */
+export const digestFromHex = (hex: string): Uint8Array | undefined => {
+  if (!SHA256_HEX.test(hex)) return undefined
+  const bytes = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+  return bytes
+}
+
+/** The SHA-256 hex digest stored in `API_KEYS` in place of the key. */
+export const hashApiKey = async (key: string): Promise<string> => bytesToHex(await digestApiKey(key))
+
+/**
+ * Compares two byte arrays in time that depends only on their length, never on where they differ.
+ * Lengths are not secret here (digests have a fixed size), so unequal lengths return at once.
+ * `crypto.subtle.timingSafeEqual` exists only in workerd; this runs everywhere.
+ */
+export const timingSafeEqual = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.byteLength !== b.byteLength) return false
+  let diff = 0
+  for (let i = 0; i < a.byteLength; i++) diff |= a[i] ^ b[i]
+  return diff === 0
+}
+
+/** One stored key: who it is, what it may do, how fast. The key itself is never stored. */
+export const keyEntrySchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  hash: z.string().regex(SHA256_HEX, 'must be the 64-character lowercase SHA-256 hex digest printed by `npm run keys:create`, never the key itself'),
+  scopes: z
+    .array(z.enum(SCOPES))
+    .min(1, 'must list at least one scope')
+    .refine((scopes) => new Set(scopes).size === scopes.length, 'must not repeat a scope'),
+  rate_limit_per_minute: z.number().int('must be a whole number').positive('must be at least 1').max(1_000_000, 'must be at most 1000000'),
+})
+export type KeyEntry = z.infer<typeof keyEntrySchema>
+
+/** The `API_KEYS` secret: a JSON array of entries with unique names and unique hashes. */
+export const apiKeysSchema = z.array(keyEntrySchema).superRefine((entries, ctx) => {
+  const names = new Set<string>()
+  const hashes = new Set<string>()
+  entries.forEach((entry, i) => {
+    if (names.has(entry.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicates the name "${entry.name}" of an earlier entry` })
+    if (hashes.has(entry.hash)) ctx.addIssue({ code: 'custom', path: [i, 'hash'], message: 'duplicates the hash of an earlier entry' })
+    names.add(entry.name)
+    hashes.add(entry.hash)
+  })
+})

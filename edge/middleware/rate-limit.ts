@@ -1,0 +1,43 @@
+import type { MiddlewareHandler } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { AppEnv } from '../env.ts'
+import { Problem } from '../problem.ts'
+import type { RateLimiter, RateLimitResult } from '../rate-limit/sliding-window.ts'
+
+export interface RateLimitOptions {
+  limiter: RateLimiter
+  /** Length of the sliding window; the caller's per-minute limit is scaled to it. */
+  windowMs?: number
+}
+
+const seconds = (ms: number) => Math.ceil(ms / 1000)
+
+/** `RateLimit-*` headers (draft-ietf-httpapi-ratelimit-headers): limit, remaining, reset in seconds. */
+const rateLimitHeaders = ({ limit, remaining, resetMs }: RateLimitResult): Record<string, string> => ({
+  'RateLimit-Limit': String(limit),
+  'RateLimit-Remaining': String(remaining),
+  'RateLimit-Reset': String(seconds(resetMs)),
+})
+
+/**
+ * Limits each caller (as `auth` resolved it) to its own `rateLimitPerMinute` over a sliding
+ * window. Every response carries `RateLimit-*` headers; past the limit the answer is a 429
+ * problem with `Retry-After`. Must run after `auth`.
+ */
+export const rateLimit = ({ limiter, windowMs = 60_000 }: RateLimitOptions): MiddlewareHandler<AppEnv> =>
+  async function rateLimit(c, next) {
+    const caller = c.get('caller') as AppEnv['Variables']['caller'] | undefined
+    if (caller === undefined) throw new Error('rateLimit runs after auth: no caller is set')
+    const max = Math.max(1, Math.round((caller.rateLimitPerMinute * windowMs) / 60_000))
+    const result = await limiter.limit(caller.name, max, windowMs)
+    const headers = rateLimitHeaders(result)
+    if (!result.success) {
+      const retryAfter = Math.max(1, seconds(result.resetMs))
+      throw new Problem(429, 'Too Many Requests', `the API key "${caller.name}" may make ${max} requests per ${windowMs / 1000} s; retry in ${retryAfter} s`, {
+        headers: { ...headers, [HEADERS.retryAfter]: String(retryAfter) },
+      })
+    }
+    await next()
+    // After next(), so the headers also reach problem responses from later stages.
+    for (const [name, value] of Object.entries(headers)) c.header(name, value)
+  }

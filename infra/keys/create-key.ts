@@ -1,0 +1,111 @@
+import { parseArgs } from 'node:util'
+import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/auth/api-key.ts'
+
+/**
+ * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json]`
+ *
+ * Creates an API key: prints the key once (it is stored nowhere) and the entry to add to the
+ * `API_KEYS` secret, which holds only the key's SHA-256 hash.
+ */
+const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--rate <per-minute>] [--env <tag>] [--json]
+
+  --name    who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)
+  --scopes  comma-separated: ${SCOPES.join(', ')}
+  --rate    requests per minute for this key (default 600)
+  --env     environment tag in the key's prefix, e.g. live, test, local (default live)
+  --json    print one JSON object {"key", "entry"} instead of labelled text`
+
+class UsageError extends Error {}
+
+interface CreateKeyArgs {
+  name: string
+  scopes: Scope[]
+  rate: number
+  env: string
+  json: boolean
+}
+
+const parse = (argv: string[]): CreateKeyArgs | 'help' => {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv[0] === '--' ? argv.slice(1) : argv,
+      options: {
+        name: { type: 'string' },
+        scopes: { type: 'string' },
+        rate: { type: 'string' },
+        env: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+      tokens: true,
+    })
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+  const { values, tokens } = parsed
+  if (values.help) return 'help'
+  const seen = new Set<string>()
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`)
+    seen.add(token.name)
+  }
+
+  if (values.name === undefined) throw new UsageError('--name is required')
+  if (values.scopes === undefined) throw new UsageError(`--scopes is required (${SCOPES.join(', ')})`)
+  const scopes = values.scopes.split(',').map((scope) => scope.trim())
+  for (const scope of scopes) {
+    if (!(SCOPES as readonly string[]).includes(scope)) throw new UsageError(`unknown scope "${scope}" in --scopes; expected ${SCOPES.join(', ')}`)
+  }
+  if (new Set(scopes).size !== scopes.length) throw new UsageError('--scopes repeats a scope')
+
+  const rateText = values.rate ?? '600'
+  if (!/^[1-9][0-9]*$/.test(rateText)) throw new UsageError(`--rate must be a positive whole number of requests per minute, got "${rateText}"`)
+  const env = values.env ?? 'live'
+  if (!/^[a-z0-9]{1,16}$/.test(env)) throw new UsageError(`--env must be 1-16 lowercase letters or digits, got "${env}"`)
+
+  const entry = keyEntrySchema.safeParse({ name: values.name, hash: '0'.repeat(64), scopes, rate_limit_per_minute: Number(rateText) })
+  if (!entry.success) {
+    const issue = entry.error.issues[0]!
+    const flag = { name: '--name', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
+    throw new UsageError(`${flag} ${issue.message}`)
+  }
+  return { name: values.name, scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false }
+}
+
+const main = async () => {
+  let args
+  try {
+    args = parse(process.argv.slice(2))
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    process.stderr.write(`error: ${err.message}\n\n${USAGE}\n`)
+    process.exitCode = 2
+    return
+  }
+  if (args === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  const key = generateApiKey(args.env)
+  const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
+  if (args.json) {
+    process.stdout.write(`${JSON.stringify({ key, entry })}\n`)
+    return
+  }
+  process.stdout.write(
+    [
+      `API key for "${entry.name}" (shown only now and stored nowhere; hand it to the client and keep it secret):`,
+      key,
+      '',
+      'Entry for the API_KEYS secret (add it to the JSON array, e.g. `wrangler secret put API_KEYS`):',
+      JSON.stringify(entry),
+      '',
+    ].join('\n'),
+  )
+}
+
+await main()

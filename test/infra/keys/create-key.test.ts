@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { Hono } from 'hono'
+import { describe, expect, it } from 'vitest'
+import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/auth/api-key.ts'
+import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
+import type { AppEnv } from '../../../edge/env.ts'
+import { auth } from '../../../edge/middleware/auth.ts'
+import { onError } from '../../../edge/on-error.ts'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+const createKey = (...args: string[]) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/keys/create-key.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe('keys:create', () => {
+  it('prints a labelled key once and an entry whose hash matches it', async () => {
+    const { code, stdout, stderr } = await createKey('--name', 'web', '--scopes', 'predict,admin', '--rate', '120')
+    expect(code).toBe(0)
+    expect(stderr).toBe('')
+    const lines = stdout.trimEnd().split('\n')
+    expect(lines[0]).toMatch(/^API key for "web" \(shown only now/)
+    const key = lines[1]
+    expect(isApiKey(key)).toBe(true)
+    expect(key).toMatch(/^ei_live_/)
+    expect(stdout.split(key)).toHaveLength(2)
+    expect(lines[3]).toMatch(/^Entry for the API_KEYS secret/)
+    const entry = JSON.parse(lines[4])
+    expect(entry).toEqual({ name: 'web', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 120 })
+
+    // The printed entry, stored as API_KEYS, authenticates the printed key.
+    const app = new Hono<AppEnv>()
+    app.use('*', auth({ store: MemoryKeyStore.fromSecret(JSON.stringify([entry])), scope: 'admin' }))
+    app.get('/', (c) => c.json(c.get('caller')))
+    app.onError(onError)
+    const res = await app.request('/', { headers: { 'x-api-key': key } })
+    expect(await res.json()).toEqual({ name: 'web', scopes: ['predict', 'admin'], rateLimitPerMinute: 120 })
+  })
+
+  it('defaults the rate, takes an environment tag, prints JSON on request and accepts a leading --', async () => {
+    const { code, stdout } = await createKey('--', '--name=ios', '--scopes', 'predict', '--env', 'local', '--json')
+    expect(code).toBe(0)
+    const { key, entry } = JSON.parse(stdout) as { key: string; entry: unknown }
+    expect(key).toMatch(/^ei_local_/)
+    expect(apiKeysSchema.parse([entry])[0]).toEqual({ name: 'ios', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 })
+  })
+
+  it('refuses bad arguments with a helpful message and exit code 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--scopes', 'predict'], /--name is required/],
+      [['--name', 'web', '--scopes', 'predict,root'], /unknown scope "root" in --scopes; expected predict, admin/],
+      [['--name', 'web', '--scopes', 'predict', '--rate', '1.5'], /--rate must be a positive whole number/],
+      [['--name', 'has space', '--scopes', 'predict'], /--name must be 1-64 letters/],
+      [['--name', 'web', '--name', 'ios', '--scopes', 'predict'], /--name is given more than once/],
+      [['--name', 'web', '--scopes', 'predict', '--verbose'], /Unknown option '--verbose'/],
+    ]
+    // Each case is a Node process with tsx: a handful, two at a time, keeps this quick on 2 cores.
+    const results = []
+    for (let i = 0; i < cases.length; i += 2) results.push(...(await Promise.all(cases.slice(i, i + 2).map(([args]) => createKey(...args)))))
+    for (const [i, { code, stdout, stderr }] of results.entries()) {
+      const [args, message] = cases[i]
+      expect(code, args.join(' ')).toBe(2)
+      expect(stdout, args.join(' ')).toBe('')
+      expect(stderr, args.join(' ')).toMatch(message)
+      expect(stderr).toContain('usage: npm run keys:create')
+    }
+  })
+
+  it('prints usage for --help', async () => {
+    const { code, stdout } = await createKey('--help')
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^usage: npm run keys:create -- --name <name> --scopes/)
+  })
+})
