@@ -1,0 +1,62 @@
+import type { Context, MiddlewareHandler } from 'hono'
+import type { FeatureSpec } from '../../shared/feature-spec.ts'
+import type { AppEnv } from '../env.ts'
+import { parseJsonBody } from '../normalize/json-error.ts'
+import { normalizeBody } from '../normalize/normalize.ts'
+import { Problem } from '../problem.ts'
+
+/** Resolves a model's feature spec (the real one reads backend model metadata, cached). */
+export type SpecFor = (c: Context<AppEnv>, model: string) => Promise<FeatureSpec>
+
+/** Which model a request is for; by default the `:model` route parameter. */
+export type ModelOf = (c: Context<AppEnv>) => string | undefined
+
+/** Response header carrying how many input fixes normalization applied (also when 0). */
+export const INPUT_NORMALIZED_HEADER = 'x-input-normalized'
+
+export const modelParam: ModelOf = (c) => c.req.param('model')
+
+export const modelFrom = (c: Context<AppEnv>, modelOf: ModelOf, who: string): string => {
+  const model = modelOf(c)
+  // A wiring mistake, not a client one: onError answers 500 and logs it.
+  if (!model) throw new Error(`${who}() needs a model: mount it on a route with :model or pass modelOf`)
+  return model
+}
+
+export interface NormalizeOptions {
+  specFor: SpecFor
+  modelOf?: ModelOf
+}
+
+/**
+ * Parses the JSON body (malformed → 400 with line, column and position), applies the repairs of
+ * `normalizeBody` against the model's feature spec, and hands the result on as `body`, with the
+ * fix count in `normalizedFixes` and `X-Input-Normalized`. Ambiguous values → 400 naming each field.
+ */
+export const normalize = ({ specFor, modelOf = modelParam }: NormalizeOptions): MiddlewareHandler<AppEnv> =>
+  async function normalize(c, next) {
+    const model = modelFrom(c, modelOf, 'normalize')
+    // The spec first: an unknown model is a 404 whatever the body looks like.
+    const spec = await specFor(c, model)
+    const parsed = parseJsonBody(await c.req.text())
+    if (!parsed.ok) {
+      const { line, column, position, reason } = parsed.error
+      throw new Problem(400, 'Bad Request', `the request body is not valid JSON: ${reason} at line ${line}, column ${column} (position ${position})`, {
+        slug: 'malformed-json',
+      })
+    }
+    const { body, fixes } = normalizeBody(parsed.value, spec)
+    c.set('body', body)
+    c.set('normalizedFixes', fixes)
+    c.header(INPUT_NORMALIZED_HEADER, String(fixes))
+    await next()
+    // A later refusal is rendered by onError into a fresh response: say it there too (client bugs
+    // show best next to the 400 they cause). Immutable headers (a raw fetch Response) are left be.
+    if (!c.res.headers.has(INPUT_NORMALIZED_HEADER)) {
+      try {
+        c.res.headers.set(INPUT_NORMALIZED_HEADER, String(fixes))
+      } catch {
+        // immutable: nothing to add to
+      }
+    }
+  }
