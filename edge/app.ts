@@ -1,23 +1,72 @@
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
+import { cors } from 'hono/cors'
 import { secureHeaders } from 'hono/secure-headers'
+import { envKeyStore } from './auth/key-store.ts'
+import type { KeyStore } from './auth/key-store.ts'
 import type { AppEnv } from './env.ts'
+import { auth } from './middleware/auth.ts'
+import { normalize } from './middleware/normalize.ts'
+import { rateLimit } from './middleware/rate-limit.ts'
 import { requestId } from './middleware/request-id.ts'
 import { requireJson } from './middleware/require-json.ts'
+import { route } from './middleware/route.ts'
+import { validate } from './middleware/validate.ts'
 import { notFound, onError } from './on-error.ts'
+import { predictHandler } from './routes/predict.ts'
+import { SlidingWindowLimiter, type RateLimiter } from './rate-limit/sliding-window.ts'
+import { servicesResolver, type EdgeServices } from './services.ts'
+import type { Bindings } from './env.ts'
 
 export interface EdgeAppOptions {
   maxBodyBytes?: number
+  /** Builds the isolate's services from its bindings (tests inject their own). */
+  services?: (env: Bindings) => EdgeServices
+  /** Where API keys are looked up; the `API_KEYS` secret by default. */
+  keys?: KeyStore | ((c: Context<AppEnv>) => KeyStore)
+  limiter?: RateLimiter
 }
 
+const allowedOrigins = (c: Context<AppEnv>): string[] =>
+  (c.env?.ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)
+
 /**
- * The edge worker's HTTP surface. The pipeline runs in the order of DESIGN's request path:
- * request id → secure headers → body checks → (auth → rate limit → normalize → validate →
- * enrich → route → forward, added as they land) → respond; every failure leaves through `onError`.
+ * The edge worker's HTTP surface. The predict pipeline runs in the order of DESIGN's request
+ * path: request id → CORS → secure headers → body checks → auth → rate limit → normalize →
+ * validate → route → forward → respond; every failure leaves through `onError`.
  */
-export const createApp = ({ maxBodyBytes = 256 * 1024 }: EdgeAppOptions = {}) => {
+export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption }: EdgeAppOptions = {}) => {
+  const services = servicesResolver(build)
+  // One limiter per isolate: createApp runs once per isolate in the worker.
+  const limiter = limiterOption ?? new SlidingWindowLimiter()
+  const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec
+  const maxInstances = (c: Context<AppEnv>) => Number(c.env?.MAX_INSTANCES ?? 64) || 64
+
   const app = new Hono<AppEnv>()
-  app.use('*', requestId(), secureHeaders(), requireJson({ maxBytes: maxBodyBytes }))
+  app.use(
+    '*',
+    requestId(),
+    cors({
+      origin: (origin, c) => (allowedOrigins(c).includes(origin) ? origin : null),
+      allowHeaders: ['authorization', 'x-api-key', 'content-type', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],
+      exposeHeaders: ['x-request-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      maxAge: 600,
+    }),
+    secureHeaders(),
+    requireJson({ maxBytes: maxBodyBytes }),
+  )
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
+  app.post(
+    '/v1/models/:model/predict',
+    auth({ store: keys, scope: 'predict' }),
+    rateLimit({ limiter }),
+    normalize({ specFor }),
+    // MAX_INSTANCES is a binding, known per request; the compiled schema is cached either way.
+    async function validateInstances(c, next) {
+      return validate({ specFor, maxInstances: maxInstances(c) })(c, next)
+    },
+    route({ services }),
+    predictHandler({ transport: (c) => services(c).transport }),
+  )
   app.notFound(notFound)
   app.onError(onError)
   return app

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { ModelCatalog } from '../catalog/model-catalog.ts'
 import type { AppEnv } from '../env.ts'
@@ -7,8 +7,8 @@ import { assignArm, pinnable } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 
 export interface RouteOptions {
-  catalog: ModelCatalog
-  rollouts: RolloutStore
+  /** The catalog and rollout state for this request's isolate. */
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore }
   /** Header carrying the sticky key when the request names no entity. */
   experimentHeader?: string
 }
@@ -17,8 +17,9 @@ export interface RouteOptions {
  * Picks the version that serves a request: a pin header wins, else the sticky arm of (entity
  * id, else X-Experiment-Key, else the request id), so a user stays in one arm while weights hold.
  */
-export const route = ({ catalog, rollouts, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
+export const route = ({ services, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
   async function route(c, next) {
+    const { catalog, rollouts } = services(c)
     const name = c.req.param('model') ?? ''
     const model = await catalog.describe(name, c.get('requestId'))
     c.set('model', model)

@@ -1,0 +1,91 @@
+import type { Context } from 'hono'
+import { encodeInstance, specWidth } from '../../shared/feature-spec.ts'
+import { HEADERS } from '../../shared/headers.ts'
+import type { InferRequest } from '../../shared/protocol.ts'
+import type { ModelDescription } from '../catalog/model-catalog.ts'
+import type { AppEnv } from '../env.ts'
+import type { Transport } from '../forward/transport.ts'
+import { dedupeInstances } from '../normalize/dedupe.ts'
+import { Problem } from '../problem.ts'
+
+export interface Prediction {
+  label: string
+  probability: number
+  scores: Record<string, number>
+}
+
+export interface PredictHandlerOptions {
+  transport: (c: Context<AppEnv>) => Transport
+  /** Deadline when the client sends no X-Request-Deadline-Ms. */
+  defaultDeadlineMs?: number
+  maxDeadlineMs?: number
+}
+
+const deadlineOf = (header: string | undefined, fallback: number, max: number): number => {
+  if (header === undefined) return fallback
+  if (!/^[1-9][0-9]{0,6}$/.test(header.trim()) || Number(header) > max) {
+    throw new Problem(400, 'Bad Request', `${HEADERS.deadlineMs} must be a whole number of milliseconds between 1 and ${max}`)
+  }
+  return Number(header)
+}
+
+/** Turns one row of class probabilities into the label the model's postprocess names. */
+export const toPrediction = (probabilities: readonly number[], post: ModelDescription['postprocess']): Prediction => {
+  if (probabilities.length !== post.labels.length || probabilities.some((p) => typeof p !== 'number' || !Number.isFinite(p))) {
+    throw new Problem(502, 'Bad Gateway', 'the model returned a non-finite or misshapen output; the request was not answered with it', { slug: 'bad-model-output' })
+  }
+  let best = 0
+  if (post.labels.length === 2 && post.threshold !== undefined) best = probabilities[1] >= post.threshold ? 1 : 0
+  else probabilities.forEach((p, i) => (best = p > probabilities[best] ? i : best))
+  return {
+    label: post.labels[best],
+    probability: probabilities[best],
+    scores: Object.fromEntries(post.labels.map((label, i) => [label, probabilities[i]])),
+  }
+}
+
+/**
+ * `POST /v1/models/{model}/predict`, after the pipeline has validated and routed it: packs the
+ * distinct instances into one tensor, forwards them as one batch, and fans the answers back out.
+ */
+export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: PredictHandlerOptions) =>
+  async function predict(c: Context<AppEnv>) {
+    const started = Date.now()
+    const model = c.get('model')
+    const { version, variant } = c.get('assignment')
+    const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
+    const width = specWidth(model.spec)
+    const row = new Float32Array(width)
+    const data: number[] = []
+    for (const instance of unique) {
+      encodeInstance(model.spec, instance, row)
+      for (const v of row) data.push(v)
+    }
+    const request: InferRequest = {
+      id: c.get('requestId'),
+      inputs: [{ name: model.spec.input, shape: [unique.length, width], datatype: 'FP32', data }],
+      outputs: [{ name: model.postprocess.output }],
+    }
+    const deadlineMs = deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs)
+    const forwarded = Date.now()
+    const response = await transport(c).infer({
+      model: model.name, version, request, requestId: c.get('requestId'), deadlineMs, traceparent: c.req.header(HEADERS.traceparent),
+    })
+    const backendMs = Date.now() - forwarded
+    const output = response.outputs.find((o) => o.name === model.postprocess.output)
+    const classes = model.postprocess.labels.length
+    if (!output || output.data.length !== unique.length * classes) {
+      throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${unique.length} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
+    }
+    const rows = unique.map((_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
+    c.header(HEADERS.modelVersion, String(version))
+    c.header(HEADERS.variant, variant)
+    c.header(HEADERS.serverTiming, `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`)
+    return c.json({
+      model: model.name,
+      version: String(version),
+      variant,
+      request_id: c.get('requestId'),
+      predictions: indexOf.map((i) => rows[i]),
+    })
+  }
