@@ -40,7 +40,8 @@ export class HttpTransport implements Transport {
   readonly breaker: CircuitBreaker
   private readonly fetcher: typeof fetch
 
-  constructor({ baseUrl, retries = 1, breaker = new CircuitBreaker(), fetch: fetcher = fetch }: HttpTransportOptions) {
+  // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
+  constructor({ baseUrl, retries = 1, breaker = new CircuitBreaker(), fetch: fetcher = (input, init) => fetch(input, init) }: HttpTransportOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.retries = retries
     this.breaker = breaker

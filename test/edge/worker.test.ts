@@ -1,20 +1,72 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { applicant } from '../backend/support/applicants.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
+let backend: BackendProcess
 let worker: RunningWorker
+let key: string
+const ORIGIN = 'https://app.example.test'
+
+const instance = (i: number) => {
+  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
+  return request
+}
 
 beforeAll(async () => {
-  worker = await startWorker({ BACKEND_URL: 'http://127.0.0.1:9' })
+  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
+  key = generateApiKey('test')
+  const entry = { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 }
+  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), ALLOWED_ORIGINS: ORIGIN, MAX_INSTANCES: '64' })
 })
 
 afterAll(async () => {
   await worker?.dispose()
+  await backend?.stop()
 })
 
-describe('the bundled worker in workerd', () => {
-  it('serves and answers problems in the same shape as in Node', async () => {
-    const health = await fetch(`${worker.url}/healthz`)
-    expect(health.status).toBe(200)
+describe('the bundled worker in workerd, against the real backend', () => {
+  it('answers a prediction end to end', async () => {
+    const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, origin: ORIGIN },
+      body: JSON.stringify({ instances: [instance(1), instance(2)], entity: { user_id: 'u-1' } }),
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    const body = (await res.json()) as { version: string; predictions: unknown[] }
+    expect(body.version).toBe('2')
+    expect(body.predictions).toHaveLength(2)
+  })
+
+  it('answers CORS preflight for allowed origins only', async () => {
+    const preflight = (origin: string) =>
+      fetch(`${worker.url}/v1/models/credit-risk/predict`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key' },
+      })
+    const allowed = await preflight(ORIGIN)
+    expect(allowed.status).toBe(204)
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    expect(allowed.headers.get('access-control-allow-headers')).toMatch(/x-api-key/)
+    const other = await preflight('https://evil.example.test')
+    expect(other.headers.get('access-control-allow-origin')).toBeNull()
+  })
+
+  it('refuses a wrong key with a 401 problem and never writes a key to its logs', async () => {
+    const wrong = generateApiKey('test')
+    const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${wrong}` }, body: '{"instances":[]}',
+    })
+    expect(res.status).toBe(401)
+    const text = await res.text()
+    expect(text).not.toContain(wrong)
+    expect(worker.logs.join('\n')).not.toContain(wrong)
+    expect(worker.logs.join('\n')).not.toContain(key)
+  })
+
+  it('answers problems in the same shape as in Node', async () => {
     const missing = await fetch(`${worker.url}/nope`)
     expect(missing.status).toBe(404)
     expect(missing.headers.get('content-type')).toBe('application/problem+json')
