@@ -17,6 +17,19 @@ export interface Bindings {
   MAX_INSTANCES?: string
   /** Secret: JSON array of API key entries (hashes only). */
   API_KEYS?: string
+  /** Upstash Redis REST endpoint and token (secrets); unset uses the in-isolate defaults. */
+  UPSTASH_REDIS_REST_URL?: string
+  UPSTASH_REDIS_REST_TOKEN?: string
+  /** Time budget for a feature-store read before defaults are used (default 25 ms). */
+  FEATURE_TIMEOUT_MS?: string
+  /** Lambda CPU tier used when the backend is saturated or down; unset disables the fallback. */
+  LAMBDA_FUNCTION?: string
+  LAMBDA_REGION?: string
+  /** Local Lambda Invoke endpoint (dev and tests); production uses the regional endpoint. */
+  LAMBDA_ENDPOINT?: string
+  /** Secrets: explicit credentials for the Lambda client (Workers have no ambient AWS identity). */
+  AWS_ACCESS_KEY_ID?: string
+  AWS_SECRET_ACCESS_KEY?: string
 }
 
 /** An authenticated caller, as the auth middleware resolved it (never the key itself). */
@@ -36,6 +49,8 @@ export interface PredictInput {
 
 export interface Variables {
   requestId: string
+  /** Set when entity features came from defaults because the store was slow or down. */
+  featuresDegraded: boolean
   caller: Caller
   /** The parsed JSON body, after normalization. */
   body: unknown
