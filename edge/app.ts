@@ -12,7 +12,10 @@ import { requireJson } from './middleware/require-json.ts'
 import { route } from './middleware/route.ts'
 import { validate } from './middleware/validate.ts'
 import { notFound, onError } from './on-error.ts'
+import { catalogRoutes } from './routes/catalog.ts'
+import { inferHandler } from './routes/infer.ts'
 import { predictHandler } from './routes/predict.ts'
+import { rolloutRoutes } from './routes/rollout.ts'
 import { SlidingWindowLimiter, type RateLimiter } from './rate-limit/sliding-window.ts'
 import { servicesResolver, type EdgeServices } from './services.ts'
 import type { Bindings } from './env.ts'
@@ -54,18 +57,31 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     secureHeaders(),
     requireJson({ maxBytes: maxBodyBytes }),
   )
+  const callers = auth({ store: keys, scope: 'predict' })
+  const admins = auth({ store: keys, scope: 'admin' })
+  const limited = rateLimit({ limiter })
+  const routed = route({ services })
+  const transport = (c: Context<AppEnv>) => services(c).transport
+
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
+  app.use('/v1/models/:model/rollout', admins, limited)
+  app.route('/', rolloutRoutes({ services }))
+  app.get('/v1/models/:model', callers, limited)
+  app.route('/', catalogRoutes({ services }))
+  for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
+    app.post(path, callers, limited, routed, inferHandler({ transport }))
+  }
   app.post(
     '/v1/models/:model/predict',
-    auth({ store: keys, scope: 'predict' }),
-    rateLimit({ limiter }),
+    callers,
+    limited,
     normalize({ specFor }),
     // MAX_INSTANCES is a binding, known per request; the compiled schema is cached either way.
     async function validateInstances(c, next) {
       return validate({ specFor, maxInstances: maxInstances(c) })(c, next)
     },
-    route({ services }),
-    predictHandler({ transport: (c) => services(c).transport }),
+    routed,
+    predictHandler({ transport }),
   )
   app.notFound(notFound)
   app.onError(onError)

@@ -62,6 +62,7 @@ export class HttpTransport implements Transport {
     const retryAfter = res.headers.get('retry-after') ?? undefined
     if (res.status === 429 || res.status === 503 || res.status === 504) throw new BackendRefusal(res.status, `inference tier: ${message}`, retryAfter)
     if (res.status === 404) throw new Problem(404, 'Not Found', `inference tier: ${message}`)
+    if (res.status === 400) throw new Problem(400, 'Bad Request', `inference tier: ${message}`, { slug: 'invalid-tensor-request' })
     throw new Problem(502, 'Bad Gateway', `the inference tier refused the request (${res.status}): ${message}`, { slug: 'backend-refused' })
   }
 

@@ -23,8 +23,9 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     const name = c.req.param('model') ?? ''
     const model = await catalog.describe(name, c.get('requestId'))
     c.set('model', model)
-    const rollout = (await rollouts.get(name)) ?? defaultRollout(model)
-    const pin = c.req.header(HEADERS.modelVersion)
+    const rollout = (await rollouts.get(name))?.rollout ?? defaultRollout(model)
+    // A version in the path (Open Inference Protocol routes) pins just like the header.
+    const pin = c.req.param('version') ?? c.req.header(HEADERS.modelVersion)
     if (pin !== undefined) {
       if (!/^[1-9][0-9]{0,8}$/.test(pin.trim())) throw new Problem(400, 'Bad Request', `${HEADERS.modelVersion} must be a version number, got "${pin.slice(0, 32)}"`)
       const version = Number(pin)

@@ -7,6 +7,7 @@ import type { AppEnv } from '../env.ts'
 import type { Transport } from '../forward/transport.ts'
 import { dedupeInstances } from '../normalize/dedupe.ts'
 import { Problem } from '../problem.ts'
+import { deadlineOf } from './deadline.ts'
 
 export interface Prediction {
   label: string
@@ -19,14 +20,6 @@ export interface PredictHandlerOptions {
   /** Deadline when the client sends no X-Request-Deadline-Ms. */
   defaultDeadlineMs?: number
   maxDeadlineMs?: number
-}
-
-const deadlineOf = (header: string | undefined, fallback: number, max: number): number => {
-  if (header === undefined) return fallback
-  if (!/^[1-9][0-9]{0,6}$/.test(header.trim()) || Number(header) > max) {
-    throw new Problem(400, 'Bad Request', `${HEADERS.deadlineMs} must be a whole number of milliseconds between 1 and ${max}`)
-  }
-  return Number(header)
 }
 
 /** Turns one row of class probabilities into the label the model's postprocess names. */
@@ -70,6 +63,10 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const forwarded = Date.now()
     const response = await transport(c).infer({
       model: model.name, version, request, requestId: c.get('requestId'), deadlineMs, traceparent: c.req.header(HEADERS.traceparent),
+    }).catch((err: unknown) => {
+      // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
+      if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
+      throw err
     })
     const backendMs = Date.now() - forwarded
     const output = response.outputs.find((o) => o.name === model.postprocess.output)
@@ -80,6 +77,7 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const rows = unique.map((_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
     c.header(HEADERS.modelVersion, String(version))
     c.header(HEADERS.variant, variant)
+    c.header('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')
     c.header(HEADERS.serverTiming, `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`)
     return c.json({
       model: model.name,

@@ -1,21 +1,34 @@
 import type { ModelDescription } from '../catalog/model-catalog.ts'
 import type { Rollout } from './rollout.ts'
 
-/** Where rollout state lives: in the isolate by default, Redis when configured (later). */
+/** A rollout with the revision that compare-and-set checks against. */
+export interface StoredRollout {
+  rollout: Rollout
+  revision: number
+}
+
+/** Where rollout state lives: in the isolate by default, Redis when configured. */
 export interface RolloutStore {
-  get(model: string): Promise<Rollout | undefined>
-  put(model: string, rollout: Rollout): Promise<void>
+  get(model: string): Promise<StoredRollout | undefined>
+  /**
+   * Replaces the rollout if the stored revision is still `expected` (0: none stored yet);
+   * resolves with the new revision, or undefined when someone else changed it first.
+   */
+  compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined>
 }
 
 export class MemoryRolloutStore implements RolloutStore {
-  private readonly rollouts = new Map<string, Rollout>()
+  private readonly rollouts = new Map<string, StoredRollout>()
 
-  async get(model: string): Promise<Rollout | undefined> {
+  async get(model: string): Promise<StoredRollout | undefined> {
     return this.rollouts.get(model)
   }
 
-  async put(model: string, rollout: Rollout): Promise<void> {
-    this.rollouts.set(model, rollout)
+  async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
+    const current = this.rollouts.get(model)?.revision ?? 0
+    if (current !== expected) return undefined
+    this.rollouts.set(model, { rollout, revision: current + 1 })
+    return current + 1
   }
 }
 

@@ -1,0 +1,24 @@
+import { Hono, type Context } from 'hono'
+import type { ModelCatalog } from '../catalog/model-catalog.ts'
+import type { AppEnv } from '../env.ts'
+import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
+
+export interface CatalogRoutesOptions {
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore }
+}
+
+/** `GET /v1/models/{model}`: what a client needs to call a model — versions, features, labels, rollout. */
+export const catalogRoutes = ({ services }: CatalogRoutesOptions) =>
+  new Hono<AppEnv>().get('/v1/models/:model', async (c) => {
+    const { catalog, rollouts } = services(c)
+    const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
+    const stored = await rollouts.get(model.name)
+    const rollout = stored?.rollout ?? defaultRollout(model)
+    return c.json({
+      name: model.name,
+      versions: model.versions.map(String),
+      features: model.spec.features,
+      labels: model.postprocess.labels,
+      rollout: { arms: rollout.arms, pinnable: [...new Set([...rollout.pinnable, ...rollout.arms.map((a) => a.version)])].sort((a, b) => a - b) },
+    })
+  })

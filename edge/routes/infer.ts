@@ -1,0 +1,42 @@
+import type { Context } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { InferRequest } from '../../shared/protocol.ts'
+import type { AppEnv } from '../env.ts'
+import type { Transport } from '../forward/transport.ts'
+import { Problem } from '../problem.ts'
+import { deadlineOf } from './deadline.ts'
+import { isRecord } from '../validation/format.ts'
+
+export interface InferHandlerOptions {
+  transport: (c: Context<AppEnv>) => Transport
+  defaultDeadlineMs?: number
+  maxDeadlineMs?: number
+}
+
+/**
+ * `POST /v2/models/{m}[/versions/{v}]/infer`: Open Inference Protocol pass-through for tensor
+ * clients, after the same auth, limits and routing as predict. The backend checks the tensors;
+ * the edge only makes sure it forwards an infer request at all.
+ */
+export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferHandlerOptions) =>
+  async function infer(c: Context<AppEnv>) {
+    const body: unknown = await c.req.json().catch(() => {
+      throw new Problem(400, 'Bad Request', 'the body is not valid JSON', { slug: 'malformed-json' })
+    })
+    if (!isRecord(body) || !Array.isArray(body.inputs)) {
+      throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
+    }
+    const model = c.get('model')
+    const { version, variant } = c.get('assignment')
+    const response = await transport(c).infer({
+      model: model.name,
+      version,
+      request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
+      requestId: c.get('requestId'),
+      deadlineMs: deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs),
+      traceparent: c.req.header(HEADERS.traceparent),
+    })
+    c.header(HEADERS.modelVersion, String(version))
+    c.header(HEADERS.variant, variant)
+    return c.json(response)
+  }
