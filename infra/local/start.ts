@@ -1,54 +1,94 @@
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { readFileSync } from 'node:fs'
-import { encodeInstance, featureSpec, specWidth } from '../../shared/feature-spec.ts'
+import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 
 /**
- * `npm start`: the local stack on embedded defaults. Today that is the inference backend with the
- * bundled demo repository; it prints where it listens and a request that works as pasted.
+ * `npm start`: the whole stack on embedded defaults — the inference backend with the bundled
+ * models, the edge worker in `wrangler dev` (local workerd, no Cloudflare account) pointed at
+ * it, a fresh local API key — then a request that works as pasted. Ctrl-C stops everything.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const PORT = process.env.PORT ?? '8000'
+const BACKEND_PORT = process.env.BACKEND_PORT ?? '8000'
+const EDGE_PORT = process.env.EDGE_PORT ?? '8787'
+const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`
+const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 
-const exampleRequest = (): string => {
-  const config = JSON.parse(readFileSync(new URL('../../models/credit-risk/config.json', import.meta.url), 'utf8')) as { features: unknown }
-  const spec = featureSpec.parse(config.features)
-  const row = new Float32Array(specWidth(spec))
-  encodeInstance(spec, {
-    age: 34, income: 52_000, debt_ratio: 0.35, credit_utilization: 0.4, credit_lines: 4, months_employed: 30,
-    loan_amount: 12_000, loan_term_months: 36, num_late_payments: 1, region: 'north', housing: 'rent',
-    has_default_history: false, account_age_months: 48, num_products: 2,
-  }, row)
-  return JSON.stringify({ id: 'hello', inputs: [{ name: 'features', shape: [1, row.length], datatype: 'FP32', data: Array.from(row, (v) => Number(v.toPrecision(7))) }] })
+const children: ChildProcess[] = []
+
+const start = (name: string, command: string, args: string[], env: Record<string, string>): ChildProcess => {
+  // Own process group: wrangler leaves esbuild and workerd children behind if only it is killed.
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+  children.push(child)
+  const prefix = (line: string) => process.stdout.write(`[${name}] ${line}\n`)
+  createInterface({ input: child.stdout! }).on('line', prefix)
+  createInterface({ input: child.stderr! }).on('line', prefix)
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      process.stdout.write(`[${name}] exited (${code ?? signal}); stopping the stack\n`)
+      stop()
+    }
+  })
+  return child
 }
 
-const backend = spawn(process.execPath, ['--import', 'tsx', 'backend/server.ts'], {
-  cwd: ROOT,
-  env: { ...process.env, PORT },
-  stdio: ['ignore', 'pipe', 'inherit'],
-})
-
-createInterface({ input: backend.stdout! }).on('line', (line) => {
-  process.stdout.write(`${line}\n`)
-  let entry: { msg?: string; url?: string }
-  try {
-    entry = JSON.parse(line) as typeof entry
-  } catch {
-    return
+let stopping = false
+const stop = () => {
+  stopping = true
+  for (const child of children) {
+    if (child.pid !== undefined && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, 'SIGTERM')
+      } catch {
+        // already gone
+      }
+    }
   }
-  if (entry.msg !== 'pinned models warm') return
-  const url = `http://127.0.0.1:${PORT}`
-  process.stdout.write([
-    '',
-    `edge-infer backend ready on ${url} (Ctrl-C stops it)`,
-    'Try:',
-    `  curl -s ${url}/v2/models/credit-risk/infer -H 'content-type: application/json' -d '${exampleRequest()}'`,
-    '',
-  ].join('\n'))
-})
-
-const stop = () => backend.kill('SIGTERM')
+  setTimeout(() => process.exit(0), 3_000).unref()
+}
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
-backend.on('exit', (code) => process.exit(code ?? 0))
+
+const waitFor = async (url: string, tries = 600): Promise<void> => {
+  for (let i = 0; i < tries && !stopping; i++) {
+    const ok = await fetch(url).then((r) => r.ok, () => false)
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+const exampleInstance = () => ({
+  age: 34, income: 52_000, debt_ratio: 0.35, credit_utilization: 0.4, credit_lines: 4, months_employed: 30,
+  loan_amount: 12_000, loan_term_months: 36, num_late_payments: 1, region: 'north', housing: 'rent', has_default_history: false,
+})
+
+const main = async () => {
+  const key = generateApiKey('local')
+  const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 6_000 }
+  // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
+  writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify([entry])}'\nBACKEND_URL=${BACKEND_URL}\nALLOWED_ORIGINS=http://127.0.0.1:5173,http://localhost:5173\n`)
+
+  start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: BACKEND_PORT, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
+  await waitFor(`${BACKEND_URL}/v2/health/ready`)
+  start('edge', process.execPath, [
+    'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', EDGE_PORT, '--show-interactive-dev-session=false', '--log-level', 'warn',
+  ], { WRANGLER_SEND_METRICS: 'false' })
+  await waitFor(`${EDGE_URL}/healthz`)
+
+  const body = JSON.stringify({ instances: [exampleInstance()], entity: { user_id: 'u-1' } })
+  process.stdout.write([
+    '',
+    `edge-infer is up: edge ${EDGE_URL} → backend ${BACKEND_URL}  (Ctrl-C stops both)`,
+    `local API key (predict, admin): ${key}`,
+    'Try:',
+    `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '${body}'`,
+    '',
+  ].join('\n'))
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`npm start failed: ${err instanceof Error ? err.message : String(err)}\n`)
+  stop()
+})
