@@ -45,7 +45,10 @@ const stop = () => {
       }
     }
   }
-  setTimeout(() => process.exit(0), 3_000).unref()
+  // Leave once every child is gone (or after a grace period), so nothing outlives `npm start`.
+  const gone = children.map((child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r))))
+  void Promise.all(gone).then(() => process.exit(0))
+  setTimeout(() => process.exit(0), 10_000).unref()
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
