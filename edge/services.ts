@@ -1,7 +1,9 @@
 import type { Context } from 'hono'
 import { ModelCatalog } from './catalog/model-catalog.ts'
 import type { AppEnv, Bindings } from './env.ts'
+import { FallbackTransport } from './forward/fallback-transport.ts'
 import { HttpTransport } from './forward/http-transport.ts'
+import { LambdaTransport } from './forward/lambda-transport.ts'
 import type { Transport } from './forward/transport.ts'
 import { MemoryRolloutStore, type RolloutStore } from './routing/rollout-store.ts'
 
@@ -12,15 +14,38 @@ export interface EdgeServices {
   rollouts: RolloutStore
 }
 
+/**
+ * The Lambda CPU tier, when `LAMBDA_FUNCTION` is set. Region and explicit credentials are then
+ * required (a Worker has no ambient AWS config); `LAMBDA_ENDPOINT` is for local endpoints.
+ */
+export const lambdaTransportFrom = (env: Bindings): LambdaTransport | undefined => {
+  if (!env.LAMBDA_FUNCTION) return undefined
+  const missing = (['LAMBDA_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const).filter((name) => !env[name])
+  if (missing.length > 0) throw new Error(`LAMBDA_FUNCTION is set but ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not configured`)
+  return new LambdaTransport({
+    functionName: env.LAMBDA_FUNCTION,
+    region: env.LAMBDA_REGION!,
+    credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID!, secretAccessKey: env.AWS_SECRET_ACCESS_KEY! },
+    ...(env.LAMBDA_ENDPOINT ? { endpoint: env.LAMBDA_ENDPOINT } : {}),
+  })
+}
+
 export const createServices = (env: Bindings): EdgeServices => {
   if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
-  const transport = new HttpTransport({ baseUrl: env.BACKEND_URL })
+  const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
+  const lambda = lambdaTransportFrom(env)
+  // With a fallback, each answer says which tier served it (parameters.served_by).
+  const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
   return {
     transport,
     catalog: new ModelCatalog({ transport }),
     rollouts: new MemoryRolloutStore(),
   }
 }
+
+/** The bindings the services are built from: a change to any of them builds new services. */
+const configurationKey = (env: Bindings | undefined): string =>
+  JSON.stringify([env?.BACKEND_URL, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
 
 /**
  * Bindings arrive with each request in Workers, but the services (caches, breaker, limiter)
@@ -29,7 +54,7 @@ export const createServices = (env: Bindings): EdgeServices => {
 export const servicesResolver = (build: (env: Bindings) => EdgeServices = createServices) => {
   let cached: { key: string; services: EdgeServices } | undefined
   return (c: Context<AppEnv>): EdgeServices => {
-    const key = c.env?.BACKEND_URL ?? ''
+    const key = configurationKey(c.env)
     if (cached?.key !== key) cached = { key, services: build(c.env ?? ({} as Bindings)) }
     return cached.services
   }
