@@ -4,7 +4,9 @@ import { secureHeaders } from 'hono/secure-headers'
 import { envKeyStore } from './auth/key-store.ts'
 import type { KeyStore } from './auth/key-store.ts'
 import type { AppEnv } from './env.ts'
+import { featureStoreResolver } from './features/resolve-store.ts'
 import { auth } from './middleware/auth.ts'
+import { enrich } from './middleware/enrich.ts'
 import { normalize } from './middleware/normalize.ts'
 import { rateLimit } from './middleware/rate-limit.ts'
 import { requestId } from './middleware/request-id.ts'
@@ -35,7 +37,7 @@ const allowedOrigins = (c: Context<AppEnv>): string[] =>
 /**
  * The edge worker's HTTP surface. The predict pipeline runs in the order of DESIGN's request
  * path: request id → CORS → secure headers → body checks → auth → rate limit → normalize →
- * validate → route → forward → respond; every failure leaves through `onError`.
+ * validate → enrich → route → forward → respond; every failure leaves through `onError`.
  */
 export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption }: EdgeAppOptions = {}) => {
   const services = servicesResolver(build)
@@ -51,7 +53,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     cors({
       origin: (origin, c) => (allowedOrigins(c).includes(origin) ? origin : null),
       allowHeaders: ['authorization', 'x-api-key', 'content-type', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],
-      exposeHeaders: ['x-request-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      exposeHeaders: ['x-request-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
       maxAge: 600,
     }),
     secureHeaders(),
@@ -61,6 +63,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   const admins = auth({ store: keys, scope: 'admin' })
   const limited = rateLimit({ limiter })
   const routed = route({ services })
+  // Entity features: Upstash when configured, else the embedded demo store; one per isolate.
+  const features = featureStoreResolver()
   const transport = (c: Context<AppEnv>) => services(c).transport
 
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
@@ -80,6 +84,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     async function validateInstances(c, next) {
       return validate({ specFor, maxInstances: maxInstances(c) })(c, next)
     },
+    enrich({ store: features, specFor }),
     routed,
     predictHandler({ transport }),
   )

@@ -63,6 +63,12 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
     expect(res.headers.get('ratelimit-limit')).toBe('1000')
   })
 
+  it('enriches instances with the entity features of the user, defaults for an unknown user', async () => {
+    const known = (await (await predict({ instances: [instance(7)], entity: { user_id: 'u-1' } })).json()) as PredictBody
+    const unknown = (await (await predict({ instances: [instance(7)], entity: { user_id: 'nobody' } })).json()) as PredictBody
+    expect(known.predictions[0].scores.high_risk).not.toBeCloseTo(unknown.predictions[0].scores.high_risk, 6)
+  })
+
   it('computes identical instances once and fans the answer back out', async () => {
     const res = await predict({ instances: [instance(5), instance(6), instance(5)], entity: { user_id: 'u-2' } })
     const body = (await res.json()) as PredictBody
