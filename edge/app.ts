@@ -10,6 +10,7 @@ import { enrich } from './middleware/enrich.ts'
 import { normalize } from './middleware/normalize.ts'
 import { rateLimit } from './middleware/rate-limit.ts'
 import { requestId } from './middleware/request-id.ts'
+import { traceContext } from './middleware/trace-context.ts'
 import { requireJson } from './middleware/require-json.ts'
 import { route } from './middleware/route.ts'
 import { validate } from './middleware/validate.ts'
@@ -36,7 +37,7 @@ const allowedOrigins = (c: Context<AppEnv>): string[] =>
 
 /**
  * The edge worker's HTTP surface. The predict pipeline runs in the order of DESIGN's request
- * path: request id → CORS → secure headers → body checks → auth → rate limit → normalize →
+ * path: request id → trace context → CORS → secure headers → body checks → auth → rate limit → normalize →
  * validate → enrich → route → forward → respond; every failure leaves through `onError`.
  */
 export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption }: EdgeAppOptions = {}) => {
@@ -50,10 +51,11 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   app.use(
     '*',
     requestId(),
+    traceContext(),
     cors({
       origin: (origin, c) => (allowedOrigins(c).includes(origin) ? origin : null),
       allowHeaders: ['authorization', 'x-api-key', 'content-type', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],
-      exposeHeaders: ['x-request-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      exposeHeaders: ['x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
       maxAge: 600,
     }),
     secureHeaders(),

@@ -49,6 +49,8 @@ export interface PredictInput {
 
 export interface Variables {
   requestId: string
+  /** The traceparent the edge sends onward: the caller's trace id, the edge's span id. */
+  traceparent: string
   /** Set when entity features came from defaults because the store was slow or down. */
   featuresDegraded: boolean
   caller: Caller

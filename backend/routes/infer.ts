@@ -24,7 +24,7 @@ const safeRequestId = (header: string | undefined): string | undefined =>
   header !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(header) ? header : undefined
 
 /** `POST /v2/models/{m}[/versions/{v}]/infer`, with per-version metrics and statistics. */
-export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
+export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps) => {
   const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
   const app = new Hono<BackendEnv>()
   const infer = async (c: Context<BackendEnv>) => {
@@ -36,6 +36,7 @@ export const inferRoutes = ({ manager, metrics, settings }: BackendDeps) => {
       const deadline = deadlineOf(c, arrived, served.defaultTimeoutMs)
       const fallbackId = () => safeRequestId(c.req.header(HEADERS.requestId)) ?? randomUUID()
       const { response, rows, queueUs } = await serveInfer(served, c.var.body, { limits, deadline, fallbackId })
+      logger.debug('infer', { model, version: labels.version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
       const latencyUs = (performance.now() - arrived) * 1000
       served.stats.request(true, rows, latencyUs, queueUs)
       metrics.requests.inc({ ...labels, status: '200' })

@@ -34,7 +34,7 @@ export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlin
       request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
       requestId: c.get('requestId'),
       deadlineMs: deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs),
-      traceparent: c.req.header(HEADERS.traceparent),
+      traceparent: c.get('traceparent'),
     })
     c.header(HEADERS.modelVersion, String(version))
     c.header(HEADERS.variant, variant)

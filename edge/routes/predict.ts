@@ -62,7 +62,7 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const deadlineMs = deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
     const response = await transport(c).infer({
-      model: model.name, version, request, requestId: c.get('requestId'), deadlineMs, traceparent: c.req.header(HEADERS.traceparent),
+      model: model.name, version, request, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent'),
     }).catch((err: unknown) => {
       // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
       if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
@@ -15,7 +15,7 @@ const instance = (i: number) => {
 }
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
+  backend = await startBackend({ MODEL_REPOSITORY: 'models', LOG_LEVEL: 'debug' })
   key = generateApiKey('test')
   const entry = { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 }
   worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), ALLOWED_ORIGINS: ORIGIN, MAX_INSTANCES: '64' })
@@ -38,6 +38,21 @@ describe('the bundled worker in workerd, against the real backend', () => {
     const body = (await res.json()) as { version: string; predictions: unknown[] }
     expect(body.version).toBe('2')
     expect(body.predictions).toHaveLength(2)
+  })
+
+  it('carries the caller\'s trace id to the backend under the edge\'s own span', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+    const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+      body: JSON.stringify({ instances: [instance(3)], entity: { user_id: 'u-2' } }),
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-trace-id')).toBe(traceId)
+    const find = () => backend.logs.find((l) => l.msg === 'infer' && String(l.traceparent).includes(traceId))
+    await until(() => find() !== undefined)
+    const seen = find()
+    expect(seen?.traceparent).toMatch(new RegExp(`^00-${traceId}-(?!00f067aa0ba902b7)[0-9a-f]{16}-01$`))
   })
 
   it('answers CORS preflight for allowed origins only', async () => {

@@ -1,0 +1,29 @@
+import type { MiddlewareHandler } from 'hono'
+import { HEADERS } from '../../shared/headers.ts'
+import type { AppEnv } from '../env.ts'
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+const randomHex = (bytes: number): string =>
+  Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('')
+
+export interface TraceContextOptions {
+  /** Sampled flag for traces the edge starts itself. */
+  sampled?: boolean
+}
+
+/**
+ * W3C Trace Context: joins the caller's trace when it sends a valid `traceparent` (else starts
+ * one), and names the edge's own span as the parent of everything it calls, so the backend's
+ * work lands in the same trace. The trace id is echoed to the client for support requests.
+ */
+export const traceContext = ({ sampled = true }: TraceContextOptions = {}): MiddlewareHandler<AppEnv> =>
+  async function traceContext(c, next) {
+    const incoming = TRACEPARENT.exec(c.req.header(HEADERS.traceparent)?.trim().toLowerCase() ?? '')
+    const valid = incoming !== null && !/^0+$/.test(incoming[1]) && !/^0+$/.test(incoming[2])
+    const traceId = valid ? incoming[1] : randomHex(16)
+    const flags = valid ? incoming[3] : sampled ? '01' : '00'
+    c.set('traceparent', `00-${traceId}-${randomHex(8)}-${flags}`)
+    c.header('x-trace-id', traceId)
+    await next()
+  }
