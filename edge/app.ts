@@ -15,6 +15,7 @@ import { requireJson } from './middleware/require-json.ts'
 import { route } from './middleware/route.ts'
 import { validate } from './middleware/validate.ts'
 import { notFound, onError } from './on-error.ts'
+import { openApiDocument } from './openapi.ts'
 import { catalogRoutes } from './routes/catalog.ts'
 import { inferHandler } from './routes/infer.ts'
 import { predictHandler } from './routes/predict.ts'
@@ -70,6 +71,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   const transport = (c: Context<AppEnv>) => services(c).transport
 
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
+  const document = openApiDocument()
+  app.get('/openapi.json', (c) => c.json(document))
   app.use('/v1/models/:model/rollout', admins, limited)
   app.route('/', rolloutRoutes({ services }))
   app.get('/v1/models/:model', callers, limited)

@@ -1,0 +1,93 @@
+import { z } from 'zod'
+import { rolloutSchema } from './routing/rollout.ts'
+
+/**
+ * The edge API's OpenAPI 3.1 document, generated from zod schemas. Predict bodies are checked at
+ * run time against a schema compiled from each model's feature spec (`GET /v1/models/{model}`
+ * lists the features); this document gives their common shape.
+ */
+const featureValue = z.union([z.number(), z.boolean(), z.string()])
+
+const schemas = {
+  PredictRequest: z.object({
+    instances: z.array(z.record(z.string(), featureValue)).min(1).describe('One object per row, feature name → value'),
+    entity: z.record(z.string(), z.string()).optional().describe('Entity ids for feature enrichment, e.g. {"user_id": "u-1"}'),
+  }),
+  PredictResponse: z.object({
+    model: z.string(),
+    version: z.string(),
+    variant: z.string(),
+    request_id: z.string(),
+    predictions: z.array(z.object({ label: z.string(), probability: z.number(), scores: z.record(z.string(), z.number()) })),
+  }),
+  Problem: z.object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string().optional(),
+    request_id: z.string().optional(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
+  Rollout: rolloutSchema,
+  InferRequest: z.object({
+    id: z.string().optional(),
+    parameters: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    inputs: z.array(z.object({ name: z.string(), shape: z.array(z.number().int()), datatype: z.string(), data: z.array(z.unknown()) })),
+    outputs: z.array(z.object({ name: z.string() })).optional(),
+  }),
+}
+
+const ref = (name: keyof typeof schemas) => ({ $ref: `#/components/schemas/${name}` })
+const json = (name: keyof typeof schemas) => ({ content: { 'application/json': { schema: ref(name) } } })
+const problems = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [String(s), { description: 'problem', content: { 'application/problem+json': { schema: ref('Problem') } } }]))
+const modelParam = { name: 'model', in: 'path', required: true, schema: { type: 'string' } }
+const security = [{ bearer: [] }, { apiKey: [] }]
+
+export const openApiDocument = () => ({
+  openapi: '3.1.0',
+  info: { title: 'edge-infer', version: '0.1.0', description: 'Prediction API for ONNX models at the edge.' },
+  components: {
+    schemas: Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' })])),
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' }, apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
+  },
+  paths: {
+    '/v1/models/{model}/predict': {
+      post: {
+        summary: 'Predict labels for instances',
+        parameters: [
+          modelParam,
+          { name: 'X-Model-Version', in: 'header', schema: { type: 'string' }, description: 'pin a version' },
+          { name: 'X-Experiment-Key', in: 'header', schema: { type: 'string' }, description: 'sticky key when no entity is sent' },
+          { name: 'X-Request-Deadline-Ms', in: 'header', schema: { type: 'integer' } },
+        ],
+        security,
+        requestBody: { required: true, ...json('PredictRequest') },
+        responses: { '200': { description: 'predictions', ...json('PredictResponse') }, ...problems(400, 401, 403, 404, 413, 415, 429, 502, 503, 504) },
+      },
+    },
+    '/v2/models/{model}/infer': {
+      post: {
+        summary: 'Open Inference Protocol pass-through',
+        parameters: [modelParam],
+        security,
+        requestBody: { required: true, ...json('InferRequest') },
+        responses: { '200': { description: 'infer response' }, ...problems(400, 401, 403, 404, 413, 415, 429, 503, 504) },
+      },
+    },
+    '/v1/models/{model}': {
+      get: { summary: 'Versions, features, labels and rollout arms', parameters: [modelParam], security, responses: { '200': { description: 'model' }, ...problems(401, 404) } },
+    },
+    '/v1/models/{model}/rollout': {
+      get: { summary: 'Rollout state (admin)', parameters: [modelParam], security, responses: { '200': { description: 'rollout with ETag' }, ...problems(401, 403, 404) } },
+      put: {
+        summary: 'Replace the rollout (admin, compare-and-set with If-Match)',
+        parameters: [modelParam, { name: 'If-Match', in: 'header', schema: { type: 'string' } }],
+        security,
+        requestBody: { required: true, ...json('Rollout') },
+        responses: { '200': { description: 'stored' }, ...problems(400, 401, 403, 404, 412) },
+      },
+    },
+  },
+})
