@@ -43,7 +43,7 @@ const allowedOrigins = (c: Context<AppEnv>): string[] =>
  */
 export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption }: EdgeAppOptions = {}) => {
   const services = servicesResolver(build)
-  // One limiter per isolate: createApp runs once per isolate in the worker.
+  // Without Redis, one limiter per isolate: createApp runs once per isolate in the worker.
   const limiter = limiterOption ?? new SlidingWindowLimiter()
   const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec
   const maxInstances = (c: Context<AppEnv>) => Number(c.env?.MAX_INSTANCES ?? 64) || 64
@@ -64,7 +64,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   )
   const callers = auth({ store: keys, scope: 'predict' })
   const admins = auth({ store: keys, scope: 'admin' })
-  const limited = rateLimit({ limiter })
+  const limited = rateLimit({ limiter: (c) => services(c).limiter ?? limiter })
   const routed = route({ services })
   // Entity features: Upstash when configured, else the embedded demo store; one per isolate.
   const features = featureStoreResolver()

@@ -1,3 +1,4 @@
+import { Redis } from '@upstash/redis'
 import type { Context } from 'hono'
 import { ModelCatalog } from './catalog/model-catalog.ts'
 import type { AppEnv, Bindings } from './env.ts'
@@ -5,13 +6,18 @@ import { FallbackTransport } from './forward/fallback-transport.ts'
 import { HttpTransport } from './forward/http-transport.ts'
 import { LambdaTransport } from './forward/lambda-transport.ts'
 import type { Transport } from './forward/transport.ts'
+import { UpstashRateLimiter } from './rate-limit/upstash-limiter.ts'
+import type { RateLimiter } from './rate-limit/sliding-window.ts'
 import { MemoryRolloutStore, type RolloutStore } from './routing/rollout-store.ts'
+import { CachedRolloutStore, UpstashRolloutStore } from './routing/upstash-rollout-store.ts'
 
 /** What the pipeline talks to, built once per isolate from the worker's bindings. */
 export interface EdgeServices {
   transport: Transport
   catalog: ModelCatalog
   rollouts: RolloutStore
+  /** Rate limits shared by every isolate (Redis); absent, each isolate limits on its own. */
+  limiter?: RateLimiter
 }
 
 /**
@@ -30,22 +36,30 @@ export const lambdaTransportFrom = (env: Bindings): LambdaTransport | undefined 
   })
 }
 
+/** Redis for state every isolate shares, when Upstash is configured; none means isolate-local defaults. */
+const sharedRedis = (env: Bindings): Redis | undefined =>
+  env.UPSTASH_REDIS_REST_URL && env.UPSTASH_REDIS_REST_TOKEN
+    ? new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, retry: false, enableTelemetry: false })
+    : undefined
+
 export const createServices = (env: Bindings): EdgeServices => {
   if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
   const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
   const lambda = lambdaTransportFrom(env)
   // With a fallback, each answer says which tier served it (parameters.served_by).
   const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
+  const redis = sharedRedis(env)
   return {
     transport,
     catalog: new ModelCatalog({ transport }),
-    rollouts: new MemoryRolloutStore(),
+    rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
+    ...(redis ? { limiter: new UpstashRateLimiter({ redis }) } : {}),
   }
 }
 
 /** The bindings the services are built from: a change to any of them builds new services. */
 const configurationKey = (env: Bindings | undefined): string =>
-  JSON.stringify([env?.BACKEND_URL, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
+  JSON.stringify([env?.BACKEND_URL, env?.UPSTASH_REDIS_REST_URL, env?.UPSTASH_REDIS_REST_TOKEN, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
 
 /**
  * Bindings arrive with each request in Workers, but the services (caches, breaker, limiter)

@@ -1,11 +1,12 @@
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
 import type { RateLimiter, RateLimitResult } from '../rate-limit/sliding-window.ts'
 
 export interface RateLimitOptions {
-  limiter: RateLimiter
+  /** The limiter, or how to find this request's (shared in Redis when configured). */
+  limiter: RateLimiter | ((c: Context<AppEnv>) => RateLimiter)
   /** Length of the sliding window; the caller's per-minute limit is scaled to it. */
   windowMs?: number
 }
@@ -29,7 +30,7 @@ export const rateLimit = ({ limiter, windowMs = 60_000 }: RateLimitOptions): Mid
     const caller = c.get('caller') as AppEnv['Variables']['caller'] | undefined
     if (caller === undefined) throw new Error('rateLimit runs after auth: no caller is set')
     const max = Math.max(1, Math.round((caller.rateLimitPerMinute * windowMs) / 60_000))
-    const result = await limiter.limit(caller.name, max, windowMs)
+    const result = await (typeof limiter === 'function' ? limiter(c) : limiter).limit(caller.name, max, windowMs)
     const headers = rateLimitHeaders(result)
     if (!result.success) {
       const retryAfter = Math.max(1, seconds(result.resetMs))

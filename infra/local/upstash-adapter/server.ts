@@ -7,6 +7,8 @@ import {
 } from './protocol.ts'
 import { handshake, parseRedisUrl, type RedisTarget } from './redis-url.ts'
 import { createRespClient, RedisConnectionError, type RespArg, type RespClient, type RespValue } from './resp.ts'
+import { ScriptTranslator } from './scripts.ts'
+import { PayloadTooLarge, readBody } from '../read-body.ts'
 
 export interface UpstashAdapterOptions {
   /** `redis://[user:password@]host[:port][/db]`; wins over `redisHost`/`redisPort`. */
@@ -34,20 +36,6 @@ export interface UpstashAdapter {
 }
 
 type Json = UpstashAnswer | UpstashAnswer[]
-
-class PayloadTooLarge extends Error {}
-
-const readBody = (req: IncomingMessage, limit: number): Promise<Buffer> =>
-  new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= limit) chunks.push(chunk)
-    })
-    req.on('end', () => (size > limit ? reject(new PayloadTooLarge()) : resolve(Buffer.concat(chunks))))
-    req.on('error', reject)
-  })
 
 const send = (res: ServerResponse, status: number, body: Json): void => {
   if (res.headersSent || res.destroyed) return
@@ -88,8 +76,11 @@ export const startUpstashAdapter = async ({
     return client
   }
 
+  const scripts = new ScriptTranslator()
+
   /** Sends commands (refused ones answer without reaching Redis); answers in order. */
-  const run = async (commands: RespArg[][], base64: boolean): Promise<UpstashAnswer[]> => {
+  const run = async (received: RespArg[][], base64: boolean): Promise<UpstashAnswer[]> => {
+    const commands = received.map((command) => scripts.translate(command))
     const answers: Array<UpstashAnswer | undefined> = commands.map((command) => {
       const why = refusal(command)
       return why === undefined ? undefined : { error: why }
@@ -118,7 +109,7 @@ export const startUpstashAdapter = async ({
       const refused = commands.map(refusal).find((why) => why !== undefined)
       if (refused !== undefined) return send(res, 400, { error: refused })
       // One write: nothing from another request can land between MULTI and EXEC.
-      const answer = toTransactionAnswer(await redis().batch([['MULTI'], ...commands, ['EXEC']]), base64)
+      const answer = toTransactionAnswer(await redis().batch([['MULTI'], ...commands.map((c) => scripts.translate(c)), ['EXEC']]), base64)
       return send(res, Array.isArray(answer) ? 200 : 400, answer)
     }
 

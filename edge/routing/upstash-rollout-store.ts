@@ -1,0 +1,64 @@
+import type { Redis } from '@upstash/redis'
+import { rolloutSchema } from './rollout.ts'
+import type { Rollout } from './rollout.ts'
+import type { RolloutStore, StoredRollout } from './rollout-store.ts'
+
+// Compare-and-set in one round trip: the revision check and the write cannot interleave with another writer.
+const COMPARE_AND_SET = `
+local current = tonumber(redis.call('HGET', KEYS[1], 'revision') or '0')
+if current ~= tonumber(ARGV[1]) then return -1 end
+redis.call('HSET', KEYS[1], 'revision', current + 1, 'rollout', ARGV[2])
+return current + 1`
+
+const key = (model: string) => `rollout:${model}`
+
+/** Rollout state in Redis hashes `rollout:{model}` (revision, rollout JSON), shared by every isolate. */
+export class UpstashRolloutStore implements RolloutStore {
+  constructor(private readonly redis: Redis) {}
+
+  async get(model: string): Promise<StoredRollout | undefined> {
+    const stored = await this.redis.hgetall<Record<string, unknown>>(key(model))
+    if (!stored || stored.rollout === undefined) return undefined
+    const raw = typeof stored.rollout === 'string' ? JSON.parse(stored.rollout) : stored.rollout
+    // What another writer stored is checked like a PUT body: a bad entry must not route traffic.
+    const rollout = rolloutSchema.parse(raw)
+    return { rollout, revision: Number(stored.revision) }
+  }
+
+  async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
+    const revision = Number(await this.redis.eval(COMPARE_AND_SET, [key(model)], [String(expected), JSON.stringify(rollout)]))
+    return revision < 0 ? undefined : revision
+  }
+}
+
+export interface CachedRolloutStoreOptions {
+  /** How long an isolate trusts what it read: a change takes effect everywhere within this. */
+  ttlMs?: number
+  now?: () => number
+}
+
+/** A short-TTL isolate cache in front of a shared store, so routing costs no round trip per request. */
+export class CachedRolloutStore implements RolloutStore {
+  private readonly cache = new Map<string, { at: number; value: StoredRollout | undefined }>()
+  private readonly ttlMs: number
+  private readonly now: () => number
+
+  constructor(private readonly store: RolloutStore, { ttlMs = 2_000, now = Date.now }: CachedRolloutStoreOptions = {}) {
+    this.ttlMs = ttlMs
+    this.now = now
+  }
+
+  async get(model: string): Promise<StoredRollout | undefined> {
+    const hit = this.cache.get(model)
+    if (hit && this.now() - hit.at < this.ttlMs) return hit.value
+    const value = await this.store.get(model)
+    this.cache.set(model, { at: this.now(), value })
+    return value
+  }
+
+  async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
+    const revision = await this.store.compareAndSet(model, expected, rollout)
+    this.cache.delete(model)
+    return revision
+  }
+}
