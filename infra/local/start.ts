@@ -2,12 +2,18 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import { featureKey } from '../../edge/features/feature-store.ts'
+import seed from './features.json' with { type: 'json' }
+import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
 
 /**
  * `npm start`: the whole stack on embedded defaults — the inference backend with the bundled
  * models, the edge worker in `wrangler dev` (local workerd, no Cloudflare account) pointed at
  * it, a fresh local API key — then a request that works as pasted. Ctrl-C stops everything.
+ * With `REDIS_URL` set, the edge uses that Redis (features, rate limits, rollout state) through
+ * the local Upstash REST adapter, seeded with the demo users.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BACKEND_PORT = process.env.BACKEND_PORT ?? '8000'
@@ -16,6 +22,7 @@ const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 
 const children: ChildProcess[] = []
+let adapter: UpstashAdapter | undefined
 
 const start = (name: string, command: string, args: string[], env: Record<string, string>): ChildProcess => {
   // Own process group: wrangler leaves esbuild and workerd children behind if only it is killed.
@@ -36,6 +43,7 @@ const start = (name: string, command: string, args: string[], env: Record<string
 let stopping = false
 const stop = () => {
   stopping = true
+  void adapter?.close()
   for (const child of children) {
     if (child.pid !== undefined && child.exitCode === null) {
       try {
@@ -62,6 +70,17 @@ const waitFor = async (url: string, tries = 600): Promise<void> => {
   throw new Error(`${url} did not come up`)
 }
 
+/** The Upstash adapter in front of the given Redis, with the demo users' features written to it. */
+const startRedisAdapter = async (redisUrl: string): Promise<UpstashAdapter> => {
+  adapter = await startUpstashAdapter({ redisUrl, token: generateApiKey('adapter') })
+  const client = new Redis({ url: adapter.url, token: adapter.token, retry: false, enableTelemetry: false })
+  for (const [entity, ids] of Object.entries(seed)) {
+    for (const [id, values] of Object.entries(ids)) await client.hset(featureKey(entity, id), values)
+  }
+  process.stdout.write(`[redis] ${redisUrl} through the Upstash adapter at ${adapter.url}\n`)
+  return adapter
+}
+
 const exampleInstance = () => ({
   age: 34, income: 52_000, debt_ratio: 0.35, credit_utilization: 0.4, credit_lines: 4, months_employed: 30,
   loan_amount: 12_000, loan_term_months: 36, num_late_payments: 1, region: 'north', housing: 'rent', has_default_history: false,
@@ -70,8 +89,15 @@ const exampleInstance = () => ({
 const main = async () => {
   const key = generateApiKey('local')
   const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 6_000 }
+  const redis = process.env.REDIS_URL ? await startRedisAdapter(process.env.REDIS_URL) : undefined
   // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
-  writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify([entry])}'\nBACKEND_URL=${BACKEND_URL}\nALLOWED_ORIGINS=http://127.0.0.1:5173,http://localhost:5173\n`)
+  writeFileSync(`${ROOT}.dev.vars`, [
+    `API_KEYS='${JSON.stringify([entry])}'`,
+    `BACKEND_URL=${BACKEND_URL}`,
+    'ALLOWED_ORIGINS=http://127.0.0.1:5173,http://localhost:5173',
+    ...(redis ? [`UPSTASH_REDIS_REST_URL=${redis.url}`, `UPSTASH_REDIS_REST_TOKEN=${redis.token}`] : []),
+    '',
+  ].join('\n'))
 
   start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: BACKEND_PORT, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
   await waitFor(`${BACKEND_URL}/v2/health/ready`)
