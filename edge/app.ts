@@ -16,6 +16,7 @@ import { route } from './middleware/route.ts'
 import { validate } from './middleware/validate.ts'
 import { notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
+import { stage } from './tracing.ts'
 import { catalogRoutes } from './routes/catalog.ts'
 import { inferHandler } from './routes/infer.ts'
 import { predictHandler } from './routes/predict.ts'
@@ -62,10 +63,10 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     secureHeaders(),
     requireJson({ maxBytes: maxBodyBytes }),
   )
-  const callers = auth({ store: keys, scope: 'predict' })
-  const admins = auth({ store: keys, scope: 'admin' })
-  const limited = rateLimit({ limiter: (c) => services(c).limiter ?? limiter })
-  const routed = route({ services })
+  const callers = stage('auth', auth({ store: keys, scope: 'predict' }))
+  const admins = stage('auth', auth({ store: keys, scope: 'admin' }))
+  const limited = stage('rate_limit', rateLimit({ limiter: (c) => services(c).limiter ?? limiter }))
+  const routed = stage('route', route({ services }))
   // Entity features: Upstash when configured, else the embedded demo store; one per isolate.
   const features = featureStoreResolver()
   const transport = (c: Context<AppEnv>) => services(c).transport
@@ -78,20 +79,20 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   app.get('/v1/models/:model', callers, limited)
   app.route('/', catalogRoutes({ services }))
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
-    app.post(path, callers, limited, routed, inferHandler({ transport }))
+    app.post(path, callers, limited, routed, stage('forward', inferHandler({ transport })))
   }
   app.post(
     '/v1/models/:model/predict',
     callers,
     limited,
-    normalize({ specFor }),
+    stage('normalize', normalize({ specFor })),
     // MAX_INSTANCES is a binding, known per request; the compiled schema is cached either way.
-    async function validateInstances(c, next) {
+    stage('validate', async function validateInstances(c, next) {
       return validate({ specFor, maxInstances: maxInstances(c) })(c, next)
-    },
-    enrich({ store: features, specFor }),
+    }),
+    stage('enrich', enrich({ store: features, specFor })),
     routed,
-    predictHandler({ transport }),
+    stage('forward', predictHandler({ transport })),
   )
   app.notFound(notFound)
   app.onError(onError)

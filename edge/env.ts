@@ -1,3 +1,4 @@
+import type { Context as OtelContext } from '@opentelemetry/api'
 import type { FeatureValue } from '../shared/feature-spec.ts'
 import type { ModelDescription } from './catalog/model-catalog.ts'
 import type { Assignment } from './routing/rollout.ts'
@@ -51,6 +52,8 @@ export interface Variables {
   requestId: string
   /** The traceparent the edge sends onward: the caller's trace id, the edge's span id. */
   traceparent: string
+  /** OpenTelemetry context of the request span; stage spans are its children. */
+  otelContext: OtelContext
   /** Set when entity features came from defaults because the store was slow or down. */
   featuresDegraded: boolean
   caller: Caller

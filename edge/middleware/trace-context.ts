@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { AppEnv } from '../env.ts'
+import { remoteContext, startRequestSpan } from '../tracing.ts'
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
@@ -23,7 +24,19 @@ export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Midd
     const valid = incoming !== null && !/^0+$/.test(incoming[1]) && !/^0+$/.test(incoming[2])
     const traceId = valid ? incoming[1] : randomHex(16)
     const flags = valid ? incoming[3] : sampled ? '01' : '00'
-    c.set('traceparent', `00-${traceId}-${randomHex(8)}-${flags}`)
+    const parent = remoteContext(traceId, valid ? incoming[2] : randomHex(8), (parseInt(flags, 16) & 1) === 1)
+    const { span, context } = startRequestSpan(parent, 'edge.request')
+    span.setAttribute('http.request.method', c.req.method)
+    span.setAttribute('url.path', c.req.path)
+    // A recording tracer names the edge's span; without one, the edge still names a span of its own.
+    const spanId = span.spanContext().spanId
+    c.set('otelContext', context)
+    c.set('traceparent', `00-${traceId}-${/^0+$/.test(spanId) || spanId === incoming?.[2] ? randomHex(8) : spanId}-${flags}`)
     c.header('x-trace-id', traceId)
-    await next()
+    try {
+      await next()
+    } finally {
+      span.setAttribute('http.response.status_code', c.res.status)
+      span.end()
+    }
   }

@@ -1,0 +1,43 @@
+import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, trace, type Context as OtelContext, type Span } from '@opentelemetry/api'
+import type { Context, MiddlewareHandler } from 'hono'
+import type { AppEnv } from './env.ts'
+
+/**
+ * Spans per pipeline stage through `@opentelemetry/api`: no-ops until a tracer provider is
+ * registered (an exporter in production, a recording one in tests). Workers have no async
+ * context manager, so the request's trace context is carried in `c` and passed explicitly.
+ */
+const tracer = () => trace.getTracer('edge-infer')
+
+/** The remote parent named by the incoming (or freshly started) traceparent. */
+export const remoteContext = (traceId: string, parentSpanId: string, sampled: boolean): OtelContext =>
+  trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: parentSpanId, traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, isRemote: true })
+
+/** Starts the request's span under the remote parent. */
+export const startRequestSpan = (parent: OtelContext, name: string): { span: Span; context: OtelContext } => {
+  const span = tracer().startSpan(name, {}, parent)
+  return { span, context: trace.setSpan(parent, span) }
+}
+
+const endSpan = (span: Span, err: unknown) => {
+  if (err !== undefined) {
+    const status = typeof err === 'object' && err !== null && 'status' in err ? Number((err as { status: unknown }).status) : 500
+    span.setAttribute('http.response.status_code', status)
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) })
+  }
+  span.end()
+}
+
+/** Wraps a pipeline stage in a span `edge.<stage>`, a child of the request span. */
+export const stage = (name: string, middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> =>
+  async function traced(c: Context<AppEnv>, next) {
+    const span = tracer().startSpan(`edge.${name}`, {}, c.get('otelContext'))
+    try {
+      const result = await middleware(c, next)
+      endSpan(span, undefined)
+      return result
+    } catch (err) {
+      endSpan(span, err)
+      throw err
+    }
+  }
