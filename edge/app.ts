@@ -10,6 +10,7 @@ import { enrich } from './middleware/enrich.ts'
 import { normalize } from './middleware/normalize.ts'
 import { rateLimit } from './middleware/rate-limit.ts'
 import { requestId } from './middleware/request-id.ts'
+import { requestLog } from './middleware/request-log.ts'
 import { traceContext } from './middleware/trace-context.ts'
 import { requireJson } from './middleware/require-json.ts'
 import { route } from './middleware/route.ts'
@@ -54,6 +55,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     '*',
     requestId(),
     traceContext(),
+    requestLog(),
     cors({
       origin: (origin, c) => (allowedOrigins(c).includes(origin) ? origin : null),
       allowHeaders: ['authorization', 'x-api-key', 'content-type', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import { MemoryKeyStore } from '../../edge/auth/key-store.ts'
@@ -91,6 +91,19 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
     const res = await predict({ instances: [messy], entity: { user_id: 'u-4' } })
     expect(res.status).toBe(200)
     expect(res.headers.get('x-input-normalized')).toBe('2')
+  })
+
+  it('logs one line per request with the key name and its normalization count, never the key', async () => {
+    const lines: string[] = []
+    const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
+    try {
+      await predict({ instances: [{ ...instance(2), age: '30', housing: 'rent ' }], entity: { user_id: 'u-9' } }, { 'x-request-id': 'log-test-00000001' })
+    } finally {
+      spy.mockRestore()
+    }
+    const entry = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.request_id === 'log-test-00000001')
+    expect(entry).toMatchObject({ msg: 'request', caller: 'web', status: 200, normalized_fixes: 2, model: 'credit-risk', version: 2, variant: 'stable' })
+    expect(lines.join('\n')).not.toContain(key)
   })
 
   it('refuses invalid instances with every field error, before the backend is asked', async () => {

@@ -1,0 +1,35 @@
+import type { MiddlewareHandler } from 'hono'
+import type { AppEnv } from '../env.ts'
+
+export interface RequestLogOptions {
+  write?: (line: string) => void
+}
+
+/**
+ * One JSON line per request: who (the key's name, never the key), what was served, how long it
+ * took, and how much of the input had to be fixed — per-key normalization counts are how a
+ * client's encoding bug becomes visible (Workers Logs / Logpush turn these lines into metrics).
+ */
+export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOptions = {}): MiddlewareHandler<AppEnv> =>
+  async function requestLog(c, next) {
+    const started = Date.now()
+    try {
+      await next()
+    } finally {
+      const assignment = c.get('assignment')
+      write(JSON.stringify({
+        level: 'info',
+        msg: 'request',
+        request_id: c.get('requestId'),
+        trace_id: c.get('traceparent')?.split('-')[1],
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        duration_ms: Date.now() - started,
+        caller: c.get('caller')?.name,
+        ...(assignment ? { model: c.get('model')?.name, version: assignment.version, variant: assignment.variant } : {}),
+        normalized_fixes: c.get('normalizedFixes'),
+        features_degraded: c.get('featuresDegraded'),
+      }))
+    }
+  }
