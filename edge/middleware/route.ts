@@ -3,7 +3,7 @@ import { HEADERS } from '../../shared/headers.ts'
 import type { ModelCatalog } from '../catalog/model-catalog.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
-import { assignArm, pinnable } from '../routing/rollout.ts'
+import { assignArm, inShadow, pinnable } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 
 export interface RouteOptions {
@@ -37,6 +37,8 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     }
     const entity = c.get('predict')?.entity
     const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-    c.set('assignment', assignArm(rollout, key))
+    const assignment = assignArm(rollout, key)
+    const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, key) ? rollout.shadow.version : undefined
+    c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     await next()
   }

@@ -1,10 +1,10 @@
 import type { Context } from 'hono'
 import { encodeInstance, specWidth } from '../../shared/feature-spec.ts'
 import { HEADERS } from '../../shared/headers.ts'
-import type { InferRequest } from '../../shared/protocol.ts'
+import type { InferRequest, InferResponse } from '../../shared/protocol.ts'
 import type { ModelDescription } from '../catalog/model-catalog.ts'
 import type { AppEnv } from '../env.ts'
-import type { Transport } from '../forward/transport.ts'
+import type { InferCall, Transport } from '../forward/transport.ts'
 import { dedupeInstances } from '../normalize/dedupe.ts'
 import { Problem } from '../problem.ts'
 import { deadlineOf } from './deadline.ts'
@@ -34,6 +34,41 @@ export const toPrediction = (probabilities: readonly number[], post: ModelDescri
     label: post.labels[best],
     probability: probabilities[best],
     scores: Object.fromEntries(post.labels.map((label, i) => [label, probabilities[i]])),
+  }
+}
+
+/** The model's answer as one prediction per row, refusing misshapen or non-finite outputs. */
+const predictionsOf = (response: InferResponse, model: ModelDescription, rows: number): Prediction[] => {
+  const output = response.outputs.find((o) => o.name === model.postprocess.output)
+  const classes = model.postprocess.labels.length
+  if (!output || output.data.length !== rows * classes) {
+    throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${rows} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
+  }
+  return Array.from({ length: rows }, (_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
+}
+
+/** Work that must not delay the response: Workers keep it alive with waitUntil; elsewhere it just runs. */
+const inBackground = (c: Context<AppEnv>, work: Promise<void>): void => {
+  try {
+    c.executionCtx.waitUntil(work)
+  } catch {
+    void work
+  }
+}
+
+/**
+ * Sends the same rows to the shadow version and records how often it agrees with what the
+ * client got. The shadow's answer never reaches the client, and its failure never fails the request.
+ */
+const compareWithShadow = async (transport: Transport, call: InferCall, served: Prediction[], model: ModelDescription, servedVersion: number): Promise<void> => {
+  const base = { msg: 'shadow', model: model.name, version: servedVersion, shadow_version: call.version, request_id: call.requestId }
+  try {
+    const shadowed = predictionsOf(await transport.infer(call), model, served.length)
+    const agreeing = shadowed.filter((p, i) => p.label === served[i].label).length
+    const maxDiff = Math.max(...shadowed.map((p, i) => Math.abs(p.probability - served[i].scores[p.label])))
+    console.log(JSON.stringify({ level: 'info', ...base, rows: served.length, agreement: agreeing / served.length, max_probability_diff: maxDiff }))
+  } catch (err) {
+    console.log(JSON.stringify({ level: 'warn', ...base, error: err instanceof Error ? err.message : String(err) }))
   }
 }
 
@@ -69,12 +104,12 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
       throw err
     })
     const backendMs = Date.now() - forwarded
-    const output = response.outputs.find((o) => o.name === model.postprocess.output)
-    const classes = model.postprocess.labels.length
-    if (!output || output.data.length !== unique.length * classes) {
-      throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${unique.length} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
+    const rows = predictionsOf(response, model, unique.length)
+    const { shadow } = c.get('assignment')
+    if (shadow !== undefined) {
+      const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent') }
+      inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
-    const rows = unique.map((_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
     c.header(HEADERS.modelVersion, String(version))
     c.header(HEADERS.variant, variant)
     c.header('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')

@@ -35,6 +35,8 @@ export interface Assignment {
   version: number
   /** How the version was chosen. */
   by: 'pin' | 'sticky'
+  /** A version that also gets this request, for comparison only. */
+  shadow?: number
 }
 
 /** The arm a sticky key lands in: buckets are laid out in arm order, proportional to weight. */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
@@ -74,6 +74,38 @@ describe('rollout API', () => {
     expect(new Set(seen.values())).toEqual(new Set(['stable', 'canary']))
     const stale = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, { salt: 'x', arms: [{ variant: 'stable', version: 2, weight: 100 }] }, { 'if-match': '"r0"' })
     expect(stale.status).toBe(412)
+  })
+})
+
+describe('shadow traffic', () => {
+  it('also sends shadowed requests to the shadow version in the background and records agreement, never answering with it', async () => {
+    const etag = (await call('GET', '/v1/models/credit-risk/rollout', keys.admin)).headers.get('etag')!
+    const put = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, {
+      salt: 'shadow-exp', arms: [{ variant: 'stable', version: 2, weight: 100 }], pinnable: [1], shadow: { version: 1, percent: 100 },
+    }, { 'if-match': etag })
+    expect(put.status).toBe(200)
+    const background: Promise<unknown>[] = []
+    const executionCtx = { waitUntil: (p: Promise<unknown>) => void background.push(p), passThroughOnException: () => {}, props: {} }
+    const lines: string[] = []
+    const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
+    try {
+      const res = await app.request('/v1/models/credit-risk/predict', {
+        method: 'POST',
+        body: JSON.stringify({ instances: [instance(1), instance(2), instance(3)], entity: { user_id: 'shadowed-user' } }),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.predict}`, 'x-request-id': 'shadow-test-0001' },
+      }, env, executionCtx)
+      expect(res.status).toBe(200)
+      expect(((await res.json()) as { version: string }).version).toBe('2')
+      expect(background).toHaveLength(1)
+      await Promise.all(background)
+    } finally {
+      spy.mockRestore()
+    }
+    const shadow = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'shadow')
+    expect(shadow).toMatchObject({ model: 'credit-risk', version: 2, shadow_version: 1, rows: 3, request_id: 'shadow-test-0001' })
+    expect(shadow!.agreement).toBeGreaterThanOrEqual(0)
+    expect(shadow!.agreement).toBeLessThanOrEqual(1)
+    expect(shadow!.max_probability_diff).toBeGreaterThan(0)
   })
 })
 
