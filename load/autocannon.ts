@@ -7,6 +7,8 @@ export interface LoadOptions {
   body: string
   connections: number
   durationS: number
+  /** Extra request headers (content-type is always JSON). */
+  headers?: Record<string, string>
 }
 
 /** What one autocannon run measured (latencies in ms, as autocannon records them). */
@@ -44,11 +46,12 @@ const autocannonBin = (): string => {
  * Runs autocannon as a separate process, so the load generator's own JavaScript never shares an
  * event loop with what it measures (it still shares the two cores — that is the machine).
  */
-export const runAutocannon = async ({ url, body, connections, durationS }: LoadOptions): Promise<LoadResult> => {
+export const runAutocannon = async ({ url, body, connections, durationS, headers = {} }: LoadOptions): Promise<LoadResult> => {
+  const headerArgs = Object.entries({ 'content-type': 'application/json', ...headers }).flatMap(([k, v]) => ['-H', `${k}=${v}`])
   const args = [
     autocannonBin(), '--json',
     '-c', String(connections), '-d', String(durationS),
-    '-m', 'POST', '-H', 'content-type=application/json', '-b', body,
+    '-m', 'POST', ...headerArgs, '-b', body,
     url,
   ]
   const child = spawnChild(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

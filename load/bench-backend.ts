@@ -7,6 +7,7 @@ import type { ModelResults, ServedRun } from './results.ts'
 import { assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { formatChecks, formatMeasurements } from './table.ts'
 import { computeBoundWorkload, creditRiskWorkload, type Workload } from './workloads.ts'
+import { positiveInt } from './env.ts'
 
 /**
  * `npm run bench:backend`: for the tiny demo model and a compute-bound one, measures what the
@@ -22,14 +23,6 @@ interface BenchSettings {
   warmupS: number
   /** In-process runs are steady within seconds; more would only stretch the benchmark. */
   ceilingS: number
-}
-
-const positiveInt = (name: string, fallback: number): number => {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`)
-  return value
 }
 
 const readSettings = (): BenchSettings => {

@@ -1,0 +1,182 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { processCpuMicros } from './cpu.ts'
+import { runAutocannon, type LoadResult } from './autocannon.ts'
+import { measurePipeline, type PipelineCase } from './edge/pipeline.ts'
+import { PIPELINE_TARGET_US, formatEdgeTable, isTargetCase, type EndToEnd } from './edge/table.ts'
+import { findWorkerdPid } from './edge/workerd-pid.ts'
+import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, equivalentInferBody, predictBody } from './edge/workload.ts'
+import { cleanUp, installSignalHandlers, interrupted, onCleanup, spawnChild } from './processes.ts'
+import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
+import { positiveInt } from './env.ts'
+
+/**
+ * `npm run bench:edge`: the edge pipeline's own cost per request in-process (the real createApp,
+ * the backend replaced by an in-process stand-in), then end to end through workerd against the
+ * backend directly, in one run and one table.
+ *
+ * Env: BENCH_DURATION_S (10), BENCH_CONNECTIONS (16), BENCH_WARMUP_S (2),
+ * BENCH_ITERATIONS (10000 timed sequential requests per in-process row; 1/5 as many warm-up).
+ */
+
+interface Settings {
+  durationS: number
+  connections: number
+  warmupS: number
+  iterations: number
+}
+
+const readSettings = (): Settings => ({
+  durationS: positiveInt('BENCH_DURATION_S', 10),
+  connections: positiveInt('BENCH_CONNECTIONS', 16),
+  warmupS: positiveInt('BENCH_WARMUP_S', 2),
+  iterations: positiveInt('BENCH_ITERATIONS', 10_000),
+})
+
+const progress = (message: string): void => {
+  process.stderr.write(`${message}\n`)
+}
+
+const PIPELINE_CASES: PipelineCase[] = [
+  { instances: 1, cache: 'warm' },
+  { instances: 1, cache: 'cold' },
+  { instances: 32, cache: 'warm' },
+  { instances: 32, cache: 'cold' },
+]
+
+/** Bundles the worker as a deploy would (`wrangler deploy --dry-run`, workerd conditions). */
+const bundleWorker = async (): Promise<string> => {
+  const outdir = await mkdtemp(join(tmpdir(), 'bench-edge-bundle-'))
+  onCleanup(() => rm(outdir, { recursive: true, force: true }))
+  const child = spawnChild(process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--outdir', outdir], {
+    cwd: ROOT,
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let stderr = ''
+  child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
+  const code = await child.exited
+  if (code !== 0) throw new Error(`wrangler deploy --dry-run exited with ${code}: ${stderr}`)
+  return join(outdir, 'worker.js')
+}
+
+const compatibilityDate = async (): Promise<string> => {
+  const toml = await readFile(join(ROOT, 'wrangler.toml'), 'utf8')
+  return /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1] ?? '2026-04-01'
+}
+
+/** Fails instead of hanging when a child never says it is listening (it is stopped on the way out). */
+const within = async <T>(ms: number, what: string, work: Promise<T>): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`gave up waiting ${ms} ms for ${what}`)), ms)))
+  try {
+    return await Promise.race([work, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+const primeEdge = async (url: string, body: string, headers: Record<string, string>): Promise<void> => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`priming the edge answered ${res.status}: ${text.slice(0, 500)}`)
+}
+
+/** A measured run with the CPU time `pid` spent per completed request. */
+const measured = async (run: () => Promise<LoadResult>, pid: number | undefined): Promise<{ load: LoadResult; cpuUs: number }> => {
+  const before = pid === undefined ? Number.NaN : processCpuMicros(pid)
+  const load = await run()
+  const after = pid === undefined ? Number.NaN : processCpuMicros(pid)
+  return { load, cpuUs: load.completed > 0 ? (after - before) / load.completed : Number.NaN }
+}
+
+const endToEnd = async (settings: Settings): Promise<EndToEnd> => {
+  let backend: ServerProcess | undefined
+  let edge: ServerProcess | undefined
+  try {
+    progress('end to end: bundling the worker (wrangler deploy --dry-run)')
+    const bundle = await bundleWorker()
+    progress('end to end: starting the backend')
+    backend = await within(60_000, 'the backend to listen', startServer('backend/server.ts', { MODEL_REPOSITORY }))
+    await waitReady(backend.url)
+    const { key, entry } = await benchKey()
+    progress('end to end: starting the edge in workerd')
+    edge = await within(60_000, 'workerd to listen', startServer('load/edge/workerd-host.ts', {
+      EDGE_BUNDLE: bundle,
+      EDGE_COMPATIBILITY_DATE: await compatibilityDate(),
+      EDGE_BINDINGS: JSON.stringify({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), MAX_INSTANCES: '64', ALLOWED_ORIGINS: '' }),
+    }))
+    const workerdPid = edge.child.process.pid === undefined ? undefined : findWorkerdPid(edge.child.process.pid)
+
+    const inferUrl = `${backend.url}${INFER_PATH}`
+    const inferBody = await equivalentInferBody()
+    const predictUrl = `${edge.url}${PREDICT_PATH}`
+    const body = predictBody(1, WARM_USER)
+    const auth = { authorization: `Bearer ${key}` }
+    await primeInfer(inferUrl, inferBody)
+    await primeEdge(predictUrl, body, auth)
+
+    const load = (url: string, b: string, headers: Record<string, string>, durationS: number) => () =>
+      runAutocannon({ url, body: b, headers, connections: settings.connections, durationS })
+
+    progress(`end to end: backend direct (${settings.warmupS} s warm-up + ${settings.durationS} s)`)
+    await load(inferUrl, inferBody, {}, settings.warmupS)()
+    const direct = await measured(load(inferUrl, inferBody, {}, settings.durationS), backend.child.process.pid)
+    assertAlive(backend, 'the backend-direct run')
+
+    progress(`end to end: through the edge (${settings.warmupS} s warm-up + ${settings.durationS} s)`)
+    await load(predictUrl, body, auth, settings.warmupS)()
+    const viaEdge = await measured(load(predictUrl, body, auth, settings.durationS), workerdPid)
+    assertAlive(backend, 'the edge run')
+    assertAlive(edge, 'the edge run')
+
+    return {
+      backend: direct.load,
+      edge: viaEdge.load,
+      connections: settings.connections,
+      durationS: settings.durationS,
+      backendCpuUs: direct.cpuUs,
+      workerdCpuUs: viaEdge.cpuUs,
+    }
+  } finally {
+    await edge?.stop()
+    await backend?.stop()
+  }
+}
+
+const main = async (): Promise<void> => {
+  const settings = readSettings()
+  installSignalHandlers()
+  const load0 = loadavg()
+  try {
+    progress(`bench:edge — in-process: ${settings.iterations} timed sequential requests per row; end to end: ${settings.connections} connections, ${settings.durationS} s (+${settings.warmupS} s warm-up), 127.0.0.1`)
+    // In-process first, with no child alive: the pipeline gets the cores this benchmark leaves free.
+    progress('in-process pipeline')
+    const pipeline = await measurePipeline(PIPELINE_CASES, { iterations: settings.iterations, warmup: Math.max(500, Math.round(settings.iterations / 5)) })
+    const e2e = await endToEnd(settings)
+    const target = pipeline.find(isTargetCase)
+    const load1 = loadavg()
+    const legend = [
+      `In-process: the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests;`,
+      `  p50/p99/mean: performance.now() around \`await app.request(req)\` with req built just before; CPU µs/req: this process, all threads, per request.`,
+      `  IN-PROCESS STAND-IN backend: a Transport answering a correctly shaped InferResponse without I/O (no HTTP, no JSON, no model); metadata read from models/credit-risk/config.json.`,
+      `  warm: the seeded user ${WARM_USER}, an isolate-cache hit; cold: a new user id per request, an isolate-cache miss read from the embedded memory store (not Redis; the id is unknown there, so defaults fill in).`,
+      `End to end: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, all on this machine's cores; p50/p99 at autocannon's 1 ms resolution;`,
+      `  mean = connections ÷ req/s (Little's law, sub-ms). CPU µs/req: the backend process (backend row), the workerd process (edge row).`,
+      `  edge: the wrangler-bundled worker in workerd via Miniflare (no wrangler dev proxy), 1 instance, user ${WARM_USER}; backend: backend/server.ts defaults (BATCHING=on), same applicant pre-encoded.`,
+      `Target: in-process p50 < ${PIPELINE_TARGET_US} µs for 1 instance, warm cache: ${target ? `${target.p50Us.toFixed(1)} µs → ${target.p50Us < PIPELINE_TARGET_US ? 'PASS' : 'MISS'}` : 'not measured'}.`,
+      `Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' ')}, at end ${load1.map((x) => x.toFixed(2)).join(' ')} on ${cpus().length} cores shared with other work: wall-clock rows move with the neighbours.`,
+      `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations})`,
+    ].join('\n')
+    process.stdout.write(`\n${formatEdgeTable(pipeline, e2e)}\n\n${legend}\n`)
+  } finally {
+    await cleanUp()
+  }
+}
+
+main().catch((err: unknown) => {
+  if (interrupted()) return
+  process.stderr.write(`bench:edge failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,51 @@
+import { readFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import type { Readable } from 'node:stream'
+import { Miniflare } from 'miniflare'
+
+/**
+ * Child process of `bench:edge`: runs the bundled edge worker in real workerd through Miniflare
+ * (what `wrangler dev` runs underneath, without its dev proxy in front) on 127.0.0.1 and a free
+ * port, then logs `{"msg":"listening","url":...}` like the backend so `startServer` can find it.
+ * Started in a process group of its own: the benchmark's stop signal reaches workerd too.
+ *
+ * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets),
+ * EDGE_COMPATIBILITY_DATE.
+ */
+const log = (entry: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(entry)}\n`)
+
+const main = async () => {
+  const bundle = process.env.EDGE_BUNDLE
+  if (!bundle) throw new Error('EDGE_BUNDLE is not set')
+  const bindings = JSON.parse(process.env.EDGE_BINDINGS ?? '{}') as Record<string, string>
+  const mf = new Miniflare({
+    modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
+    modulesRoot: dirname(bundle),
+    compatibilityDate: process.env.EDGE_COMPATIBILITY_DATE ?? '2026-04-01',
+    compatibilityFlags: ['nodejs_compat'],
+    bindings,
+    host: '127.0.0.1',
+    port: 0,
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      // Drained, always: a full pipe would stall workerd mid-benchmark. Errors go to our stderr.
+      stdout.resume()
+      stderr.on('data', (d: Buffer) => process.stderr.write(d))
+    },
+  })
+  const url = (await mf.ready).toString().replace(/\/$/, '')
+  let stopping = false
+  const stop = () => {
+    if (stopping) return
+    stopping = true
+    void mf.dispose().finally(() => process.exit(0))
+    setTimeout(() => process.exit(0), 3_000).unref()
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
+  log({ level: 'info', msg: 'listening', url })
+}
+
+main().catch((err: unknown) => {
+  log({ level: 'error', msg: 'workerd host failed', error: err instanceof Error ? err.message : String(err) })
+  process.exit(1)
+})
