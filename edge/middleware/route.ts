@@ -23,7 +23,13 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     const name = c.req.param('model') ?? ''
     const model = await catalog.describe(name, c.get('requestId'))
     c.set('model', model)
-    const rollout = (await rollouts.get(name))?.rollout ?? defaultRollout(model)
+    // An isolate that never read the rollout and cannot reach its store routes by the default
+    // (newest version) rather than failing the request.
+    const stored = await rollouts.get(name).catch((err: unknown) => {
+      console.error(JSON.stringify({ level: 'warn', msg: 'rollout state unavailable; routing by the default', model: name, error: err instanceof Error ? err.message : String(err) }))
+      return undefined
+    })
+    const rollout = stored?.rollout ?? defaultRollout(model)
     // A version in the path (Open Inference Protocol routes) pins just like the header.
     const pin = c.req.param('version') ?? c.req.header(HEADERS.modelVersion)
     if (pin !== undefined) {

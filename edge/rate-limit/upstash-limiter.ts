@@ -1,6 +1,6 @@
 import { Ratelimit } from '@upstash/ratelimit'
 import type { Redis } from '@upstash/redis'
-import type { RateLimiter, RateLimitResult } from './sliding-window.ts'
+import { SlidingWindowLimiter, type RateLimiter, type RateLimitResult } from './sliding-window.ts'
 
 export interface UpstashRateLimiterOptions {
   redis: Redis
@@ -19,10 +19,21 @@ export class UpstashRateLimiter implements RateLimiter {
   private readonly limiters = new Map<string, Ratelimit>()
   private readonly ephemeralCache = new Map<string, number>()
 
-  constructor(private readonly options: UpstashRateLimiterOptions) {}
+  /** Per-isolate limits while Redis fails: an outage neither turns into errors nor lifts every limit. */
+  private readonly fallback: SlidingWindowLimiter
+
+  constructor(private readonly options: UpstashRateLimiterOptions) {
+    this.fallback = new SlidingWindowLimiter(options.now ? { now: options.now } : {})
+  }
 
   async limit(id: string, max: number, windowMs: number): Promise<RateLimitResult> {
-    const { success, limit, remaining, reset } = await this.limiterFor(max, windowMs).limit(id)
+    let outcome: Awaited<ReturnType<Ratelimit['limit']>>
+    try {
+      outcome = await this.limiterFor(max, windowMs).limit(id)
+    } catch {
+      return this.fallback.limit(id, max, windowMs)
+    }
+    const { success, limit, remaining, reset } = outcome
     return { success, limit, remaining, resetMs: Math.max(0, reset - (this.options.now ?? Date.now)()) }
   }
 

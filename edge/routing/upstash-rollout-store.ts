@@ -51,14 +51,26 @@ export class CachedRolloutStore implements RolloutStore {
   async get(model: string): Promise<StoredRollout | undefined> {
     const hit = this.cache.get(model)
     if (hit && this.now() - hit.at < this.ttlMs) return hit.value
-    const value = await this.store.get(model)
+    let value: StoredRollout | undefined
+    try {
+      value = await this.store.get(model)
+    } catch (error) {
+      // Stale-if-error: an outage must not move traffic off the last rollout this isolate saw.
+      // Kept for another TTL, so a down store is asked once per TTL, not once per request.
+      if (!hit) throw error
+      this.cache.set(model, { at: this.now(), value: hit.value })
+      return hit.value
+    }
     this.cache.set(model, { at: this.now(), value })
     return value
   }
 
   async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
     const revision = await this.store.compareAndSet(model, expected, rollout)
-    this.cache.delete(model)
+    // What was just written is known; after a lost race only the cached value's freshness is.
+    const hit = this.cache.get(model)
+    if (revision !== undefined) this.cache.set(model, { at: this.now(), value: { rollout, revision } })
+    else if (hit) this.cache.set(model, { at: -Infinity, value: hit.value })
     return revision
   }
 }

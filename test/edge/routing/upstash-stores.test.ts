@@ -63,8 +63,9 @@ describe('UpstashRolloutStore on a real redis-server', () => {
 
 describe('UpstashRateLimiter on a real redis-server', () => {
   it('allows exactly the limit per key across limiter instances (isolates), then refuses', async () => {
-    const a = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix: `rl-${Date.now()}` })
-    const b = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix: `rl-${Date.now()}` })
+    const prefix = `rl-${Date.now()}`
+    const a = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix })
+    const b = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix })
     const outcomes: boolean[] = []
     for (let i = 0; i < 6; i++) outcomes.push((await (i % 2 === 0 ? a : b).limit('caller-1', 4, 60_000)).success)
     expect(outcomes).toEqual([true, true, true, true, false, false])

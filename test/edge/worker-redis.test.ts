@@ -1,0 +1,220 @@
+import { Redis } from '@upstash/redis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
+import { encodeInstance, type FeatureValue } from '../../shared/feature-spec.ts'
+import { applicant, CREDIT_SPEC, CREDIT_WIDTH } from '../backend/support/applicants.ts'
+import { post, startBackend, until, type BackendProcess, type JsonResponse } from '../backend/support/backend-process.ts'
+import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { startWorker, type RunningWorker } from './support/workerd.ts'
+
+/**
+ * The bundled worker in real workerd with UPSTASH_REDIS_REST_URL/TOKEN set, against the real
+ * backend and a real redis-server behind the local Upstash adapter: entity features, rate limits
+ * and rollouts live in Redis, and a Redis outage degrades features without failing requests.
+ * The tests run in order; the last one kills Redis.
+ */
+
+const TOKEN = 'worker-redis-test-token-0123456789'
+const MODEL = 'credit-risk'
+
+let backend: BackendProcess
+let redis: RedisServer
+let adapter: UpstashAdapter
+let worker: RunningWorker
+/** A test-side client on the same adapter the worker talks to. */
+let client: Redis
+const keys = { web: '', tight: '', admin: '' }
+
+interface Prediction {
+  label: string
+  probability: number
+  scores: Record<string, number>
+}
+interface PredictBody {
+  version: string
+  predictions: Prediction[]
+}
+
+/** An applicant without the entity features, so they come from Redis (or their defaults). */
+const instance = (i: number) => {
+  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
+  return request
+}
+
+/** The backend's P(high_risk) for one full applicant, sent straight to a version as a tensor. */
+const backendHighRisk = async (row: Record<string, FeatureValue>, version = '2'): Promise<number> => {
+  const data = new Float32Array(CREDIT_WIDTH)
+  encodeInstance(CREDIT_SPEC, row, data)
+  const res = await post<{ outputs: Array<{ name: string; data: number[] }> }>(`${backend.url}/v2/models/${MODEL}/versions/${version}/infer`, {
+    inputs: [{ name: 'features', shape: [1, CREDIT_WIDTH], datatype: 'FP32', data: [Array.from(data)] }],
+  })
+  expect(res.status).toBe(200)
+  return res.body.outputs.find((o) => o.name === 'probabilities')!.data[1]!
+}
+
+const predict = (key: string, body: unknown): Promise<JsonResponse<PredictBody>> =>
+  post<PredictBody>(`${worker.url}/v1/models/${MODEL}/predict`, body, { 'x-api-key': key })
+
+/** Every key matching `pattern`, by SCAN through the adapter (never KEYS). */
+const scanKeys = async (pattern: string): Promise<string[]> => {
+  const found: string[] = []
+  let cursor: string | number = '0'
+  do {
+    const [next, batch] = (await client.scan(cursor, { match: pattern, count: 100 })) as [string | number, string[]]
+    found.push(...batch)
+    cursor = next
+  } while (String(cursor) !== '0')
+  return found
+}
+
+beforeAll(async () => {
+  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
+  redis = await startRedisServer()
+  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 2_000 })
+  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false })
+  keys.web = generateApiKey('test')
+  keys.tight = generateApiKey('test')
+  keys.admin = generateApiKey('test')
+  const entries = [
+    { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 6_000 },
+    { name: 'tight', hash: await hashApiKey(keys.tight), scopes: ['predict'], rate_limit_per_minute: 3 },
+    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 600 },
+  ]
+  worker = await startWorker({
+    BACKEND_URL: backend.url,
+    API_KEYS: JSON.stringify(entries),
+    MAX_INSTANCES: '64',
+    UPSTASH_REDIS_REST_URL: adapter.url,
+    UPSTASH_REDIS_REST_TOKEN: TOKEN,
+    // Generous, so a loaded machine does not degrade a healthy read by accident.
+    FEATURE_TIMEOUT_MS: '200',
+  })
+})
+
+afterAll(async () => {
+  await worker?.dispose()
+  await adapter?.close()
+  await redis?.stop()
+  await backend?.stop()
+})
+
+describe('the bundled worker in workerd, with Upstash Redis (adapter + real redis-server)', () => {
+  it('enriches predictions with entity features from Redis hashes', async () => {
+    // Far from the defaults (account_age_months 0, num_products 1).
+    await client.hset('features:user:u-redis-1', { account_age_months: '240', num_products: '9' })
+    const body = (user: string) => ({ instances: [instance(7)], entity: { user_id: user } })
+
+    const known = await predict(keys.web, body('u-redis-1'))
+    const unknown = await predict(keys.web, body('u-redis-unknown'))
+    for (const res of [known, unknown]) {
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-features-degraded')).toBeNull()
+      expect(res.body.predictions).toHaveLength(1)
+    }
+    expect(known.body.predictions[0].scores).not.toEqual(unknown.body.predictions[0].scores)
+
+    // The edge sent exactly those values: the backend scores the same row, encoded by hand, alike.
+    expect(known.body.predictions[0].scores.high_risk).toBeCloseTo(await backendHighRisk({ ...instance(7), account_age_months: 240, num_products: 9 }), 5)
+    expect(unknown.body.predictions[0].scores.high_risk).toBeCloseTo(await backendHighRisk({ ...instance(7), account_age_months: 0, num_products: 1 }), 5)
+  })
+
+  it('keeps rate limits in Redis: the 4th request of a 3/min key is refused with 429', async () => {
+    const body = { instances: [instance(1)], entity: { user_id: 'u-redis-1' } }
+    for (let i = 0; i < 3; i++) {
+      const res = await predict(keys.tight, body)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('ratelimit-limit')).toBe('3')
+      expect(res.headers.get('ratelimit-remaining')).toBe(String(2 - i))
+    }
+    const refused = await predict(keys.tight, body)
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('content-type')).toBe('application/problem+json')
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60)
+    expect(refused.headers.get('ratelimit-limit')).toBe('3')
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0')
+    expect(refused.headers.get('ratelimit-reset')).toMatch(/^\d+$/)
+
+    // The windows are Redis keys (shared by every isolate), not isolate memory.
+    const windows = await scanKeys('ratelimit:edge:*')
+    expect(windows.some((k) => k.includes(':tight:'))).toBe(true)
+    expect(windows.some((k) => k.includes(':web:'))).toBe(true)
+  })
+
+  it('stores rollouts in Redis: a 0/100 move to version 1 takes effect within the TTL', async () => {
+    const admin = { 'x-api-key': keys.admin }
+    const rolloutUrl = `${worker.url}/v1/models/${MODEL}/rollout`
+    const before = await fetch(rolloutUrl, { headers: admin })
+    expect(before.status).toBe(200)
+    const etag = before.headers.get('etag')
+    expect(etag).toBe('"r0"')
+    expect(await before.json()).toMatchObject({ revision: 0, source: 'default' })
+
+    const rollout = {
+      salt: MODEL,
+      arms: [{ variant: 'stable', version: 2, weight: 0 }, { variant: 'previous', version: 1, weight: 100 }],
+      pinnable: [1, 2],
+    }
+    const put = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout }) })
+    expect(put.status).toBe(200)
+    expect(put.headers.get('etag')).toBe('"r1"')
+
+    // Within the isolate cache's TTL every user lands on version 1 (bounded polling, no timing assertion).
+    const users = ['u-redis-1', 'u-roll-a', 'u-roll-b', 'u-roll-c']
+    await until(async () => {
+      const answers = await Promise.all(users.map((user) => predict(keys.web, { instances: [instance(2)], entity: { user_id: user } })))
+      return answers.every((a) => a.status === 200 && a.body.version === '1')
+    }, { tries: 100, everyMs: 100 })
+    const pinned = await post<PredictBody>(`${worker.url}/v1/models/${MODEL}/predict`, { instances: [instance(2)], entity: { user_id: 'u-roll-a' } }, { 'x-api-key': keys.web, 'x-model-version': '2' })
+    expect(pinned.status, JSON.stringify(pinned.body)).toBe(200)
+    expect(pinned.body.version).toBe('2')
+
+    const after = await fetch(rolloutUrl, { headers: admin })
+    expect(after.headers.get('etag')).toBe('"r1"')
+    expect(await after.json()).toMatchObject({ revision: 1, source: 'stored', rollout })
+    // A stale If-Match is refused.
+    const stale = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': '"r0"' }, body: JSON.stringify({ rollout }) })
+    expect(stale.status).toBe(412)
+
+    expect(await scanKeys(`rollout:${MODEL}`)).toEqual([`rollout:${MODEL}`])
+    const stored = (await client.hgetall(`rollout:${MODEL}`)) as unknown
+    const fields = Array.isArray(stored) ? Object.fromEntries(Array.from({ length: stored.length / 2 }, (_, i) => [stored[2 * i], stored[2 * i + 1]])) : (stored as Record<string, unknown>)
+    expect(String(fields.revision)).toBe('1')
+    expect(JSON.parse(String(fields.rollout))).toMatchObject(rollout)
+  })
+
+  it('keeps answering when Redis dies mid-run: features degrade to defaults, nothing fails', async () => {
+    await redis.stop() // SIGKILL
+    const body = (user: string, i = 3) => ({ instances: [instance(i)], entity: { user_id: user } })
+
+    // A user never read before: no value anywhere, so the defaults apply and the answer says so.
+    const fresh = await predict(keys.web, body('u-never-read'))
+    expect(fresh.status, `${JSON.stringify(fresh.body)}\n${worker.logs.slice(-5).join('\n')}`).toBe(200)
+    expect(fresh.headers.get('x-features-degraded')).toBe('1')
+    expect(fresh.body.predictions[0].scores.high_risk).toBeCloseTo(
+      await backendHighRisk({ ...instance(3), account_age_months: 0, num_products: 1 }, fresh.body.version), 5)
+
+    // Well past the rollout cache's TTL (2 s) and the rate limiter's timeout, every request still
+    // answers 200: an outage neither turns into errors nor moves traffic off the stored rollout.
+    const failures: string[] = []
+    const versions = new Set<string>()
+    const degraded = new Set<string | null>()
+    for (let i = 0; i < 30; i++) {
+      const res = await predict(keys.web, body(`u-outage-${i}`, i))
+      if (res.status === 200) versions.add(res.body.version)
+      else failures.push(`request ${i}: ${res.status} ${JSON.stringify(res.body)}`)
+      degraded.add(res.headers.get('x-features-degraded'))
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(failures).toEqual([])
+    expect([...degraded]).toEqual(['1'])
+    expect([...versions]).toEqual(['1'])
+
+    // The worker process did not crash: later requests still answer.
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200)
+    const later = await predict(keys.web, body('u-after-outage'))
+    expect(later.status).toBe(200)
+    expect(later.headers.get('x-features-degraded')).toBe('1')
+  })
+})
