@@ -41,6 +41,22 @@ const presentedKey = (c: Context<AppEnv>, unauthorized: (detail: string, error?:
  * Authenticates the caller by API key and checks the route's scope: 401 with `WWW-Authenticate`
  * for a missing, malformed or unknown key, 403 for a key without the scope. Sets `caller`.
  */
+const DIGEST_CACHE_SIZE = 1_024
+
+/**
+ * SHA-256 of recently presented keys. Hashing dominates the edge's own cost per request; a
+ * caller sends the same key every time, so the isolate remembers a bounded number of digests.
+ */
+const digests = new Map<string, string>()
+const digestOf = async (key: string): Promise<string> => {
+  const known = digests.get(key)
+  if (known !== undefined) return known
+  const digest = await hashApiKey(key)
+  if (digests.size >= DIGEST_CACHE_SIZE) digests.delete(digests.keys().next().value!)
+  digests.set(key, digest)
+  return digest
+}
+
 export const auth = ({ store, scope = 'predict', realm = 'edge-infer' }: AuthOptions): MiddlewareHandler<AppEnv> => {
   const challenge = `Bearer realm="${realm}"`
   const unauthorized = (detail: string, error?: string) =>
@@ -49,7 +65,7 @@ export const auth = ({ store, scope = 'predict', realm = 'edge-infer' }: AuthOpt
     const key = presentedKey(c, unauthorized)
     if (!isApiKey(key)) throw unauthorized('the API key is malformed', 'invalid_token')
     const keys = typeof store === 'function' ? store(c) : store
-    const entry = await keys.find(await hashApiKey(key))
+    const entry = await keys.find(await digestOf(key))
     if (entry === undefined) throw unauthorized('the API key is not recognized', 'invalid_token')
     if (!(entry.scopes as readonly string[]).includes(scope)) {
       throw new Problem(403, 'Forbidden', `the API key "${entry.name}" lacks the "${scope}" scope`, {

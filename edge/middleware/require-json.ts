@@ -29,7 +29,8 @@ export const requireJson = ({ maxBytes = 256 * 1024 }: RequireJsonOptions = {}):
       throw new Problem(415, 'Unsupported Media Type', `Content-Encoding "${encoding}" is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
     }
     const text = await c.req.text()
-    if (new TextEncoder().encode(text).byteLength > maxBytes) {
+    // A UTF-16 code unit is at most 3 UTF-8 bytes: only bodies near the limit need counting.
+    if (text.length * 3 > maxBytes && new TextEncoder().encode(text).byteLength > maxBytes) {
       throw new Problem(413, 'Payload Too Large', `request body exceeds ${maxBytes} bytes`)
     }
     await next()
