@@ -33,6 +33,8 @@ export interface EdgeAppOptions {
   /** Where API keys are looked up; the `API_KEYS` secret by default. */
   keys?: KeyStore | ((c: Context<AppEnv>) => KeyStore)
   limiter?: RateLimiter
+  /** Where the per-request log line goes (the Workers console by default). */
+  log?: (line: string) => void
 }
 
 const allowedOrigins = (c: Context<AppEnv>): string[] =>
@@ -43,7 +45,7 @@ const allowedOrigins = (c: Context<AppEnv>): string[] =>
  * path: request id → trace context → CORS → secure headers → body checks → auth → rate limit → normalize →
  * validate → enrich → route → forward → respond; every failure leaves through `onError`.
  */
-export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption }: EdgeAppOptions = {}) => {
+export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption, log }: EdgeAppOptions = {}) => {
   const services = servicesResolver(build)
   // Without Redis, one limiter per isolate: createApp runs once per isolate in the worker.
   const limiter = limiterOption ?? new SlidingWindowLimiter()
@@ -55,7 +57,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     '*',
     requestId(),
     traceContext(),
-    requestLog(),
+    requestLog(log ? { write: log } : {}),
     cors({
       origin: (origin, c) => (allowedOrigins(c).includes(origin) ? origin : null),
       allowHeaders: ['authorization', 'x-api-key', 'content-type', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],

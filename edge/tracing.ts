@@ -7,7 +7,9 @@ import type { AppEnv } from './env.ts'
  * registered (an exporter in production, a recording one in tests). Workers have no async
  * context manager, so the request's trace context is carried in `c` and passed explicitly.
  */
-const tracer = () => trace.getTracer('edge-infer')
+// A proxy: it delegates to whichever provider is registered when a span starts.
+const proxy = trace.getTracer('edge-infer')
+const tracer = () => proxy
 
 /** The remote parent named by the incoming (or freshly started) traceparent. */
 export const remoteContext = (traceId: string, parentSpanId: string, sampled: boolean): OtelContext =>

@@ -42,6 +42,8 @@ export const measurePipeline = async (
     keys: new MemoryKeyStore([entry]),
     services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
     limiter: new SlidingWindowLimiter(),
+    // The line is still built; writing it is the runtime's job (Workers Logs), not the pipeline's.
+    log: () => {},
   })
   // BACKEND_URL only names the configuration; the stand-in is what answers.
   const env = { BACKEND_URL: 'in-process-stand-in', MAX_INSTANCES: '64' }
