@@ -80,6 +80,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   app.get('/openapi.json', (c) => c.json(document))
   app.use('/v1/models/:model/rollout', admins, limited)
   app.route('/', rolloutRoutes({ services }))
+  app.get('/v1/models', callers, limited)
   app.get('/v1/models/:model', callers, limited)
   app.route('/', catalogRoutes({ services }))
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {

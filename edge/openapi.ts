@@ -76,6 +76,9 @@ export const openApiDocument = () => ({
         responses: { '200': { description: 'infer response' }, ...problems(400, 401, 403, 404, 413, 415, 429, 503, 504) },
       },
     },
+    '/v1/models': {
+      get: { summary: 'Models a client may call', security, responses: { '200': { description: 'model names' }, ...problems(401, 503) } },
+    },
     '/v1/models/{model}': {
       get: { summary: 'Versions, features, labels and rollout arms', parameters: [modelParam], security, responses: { '200': { description: 'model' }, ...problems(401, 404) } },
     },

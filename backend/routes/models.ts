@@ -5,6 +5,16 @@ import { notFound } from '../errors.ts'
 /** Model metadata, readiness and statistics, with and without `/versions/{v}`. */
 export const modelRoutes = ({ manager }: BackendDeps) => {
   const app = new Hono<BackendEnv>()
+  // Not part of the protocol: the model list the edge's catalog offers clients (no load reasons).
+  app.get('/v2/models', async (c) => {
+    const byModel = new Map<string, string[]>()
+    for (const entry of await manager.index()) {
+      const versions = byModel.get(entry.name) ?? []
+      if (entry.state === 'READY' && entry.version) versions.push(entry.version)
+      byModel.set(entry.name, versions)
+    }
+    return c.json({ models: [...byModel].map(([name, versions]) => ({ name, ready_versions: versions })) })
+  })
   for (const prefix of ['/v2/models/:model', '/v2/models/:model/versions/:version']) {
     app.get(prefix, async (c) => {
       const { model, version } = c.req.param() as { model: string; version?: string }

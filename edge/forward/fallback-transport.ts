@@ -66,6 +66,10 @@ export class FallbackTransport implements Transport {
     }
   }
 
+  models(requestId: string): Promise<string[]> {
+    return this.primary.models(requestId)
+  }
+
   async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
     try {
       const metadata = await this.primary.metadata(model, requestId)

@@ -73,6 +73,13 @@ export class HttpTransport implements Transport {
     return (await res.json()) as BackendModelMetadata
   }
 
+  async models(requestId: string): Promise<string[]> {
+    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, 5_000)
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
+    const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
+    return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
+  }
+
   /** One logical request: retried on connection failure or 503 within the time left. */
   private async send(url: string, init: RequestInit, deadlineMs: number): Promise<Response> {
     const started = Date.now()

@@ -102,6 +102,11 @@ export class LambdaTransport implements Transport {
     return { ...result, parameters: { ...result.parameters, served_by: 'lambda' } }
   }
 
+  /** The Lambda tier serves inference only: the catalog lists models from the HTTP backend. */
+  async models(_requestId: string): Promise<string[]> {
+    throw new BackendRefusal(503, 'the Lambda tier does not list models; the list comes from the HTTP backend', '1')
+  }
+
   /** The Lambda tier serves inference only: the catalog reads model metadata from the HTTP backend. */
   async metadata(model: string, _requestId: string): Promise<BackendModelMetadata> {
     throw new BackendRefusal(503, `the Lambda tier serves no model metadata (asked for "${model}"); metadata comes from the HTTP backend`, '1')

@@ -22,4 +22,6 @@ export interface Transport {
   readonly name: string
   infer(call: InferCall): Promise<InferResponse>
   metadata(model: string, requestId: string): Promise<BackendModelMetadata>
+  /** Names of the models the tier holds. */
+  models(requestId: string): Promise<string[]>
 }

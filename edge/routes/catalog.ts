@@ -1,15 +1,21 @@
 import { Hono, type Context } from 'hono'
 import type { ModelCatalog } from '../catalog/model-catalog.ts'
 import type { AppEnv } from '../env.ts'
+import type { Transport } from '../forward/transport.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 
 export interface CatalogRoutesOptions {
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore }
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; transport: Transport }
 }
 
-/** `GET /v1/models/{model}`: what a client needs to call a model — versions, features, labels, rollout. */
+/** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, features, labels, rollout. */
 export const catalogRoutes = ({ services }: CatalogRoutesOptions) =>
-  new Hono<AppEnv>().get('/v1/models/:model', async (c) => {
+  new Hono<AppEnv>()
+  .get('/v1/models', async (c) => {
+    const { transport } = services(c)
+    return c.json({ models: (await transport.models(c.get('requestId'))).map((name) => ({ name, href: `/v1/models/${name}` })) })
+  })
+  .get('/v1/models/:model', async (c) => {
     const { catalog, rollouts } = services(c)
     const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
     const stored = await rollouts.get(model.name)

@@ -19,6 +19,10 @@ export class InProcessBackendStandIn implements Transport {
     return this.#calls
   }
 
+  async models(): Promise<string[]> {
+    return [this.meta.name]
+  }
+
   async metadata(model: string): Promise<BackendModelMetadata> {
     if (model !== this.meta.name) throw new Error(`the in-process stand-in only knows "${this.meta.name}", not "${model}"`)
     return this.meta

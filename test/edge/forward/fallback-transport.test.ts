@@ -147,6 +147,9 @@ class ScriptedTransport implements Transport {
   async metadata(): Promise<BackendModelMetadata> {
     throw new BackendRefusal(503, 'no metadata here')
   }
+  async models(): Promise<string[]> {
+    return [this.name]
+  }
 }
 
 const ok = (id: string): InferResponse => ({ model_name: 'm', id, parameters: { queue_us: 0, compute_us: 0, batch_size: 1, batch_reason: 'single' }, outputs: [] })

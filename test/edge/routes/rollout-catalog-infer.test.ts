@@ -110,6 +110,13 @@ describe('shadow traffic', () => {
 })
 
 describe('catalog and tensor pass-through', () => {
+  it('lists the models clients may call', async () => {
+    const res = await call('GET', '/v1/models', keys.predict)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ models: [{ name: 'credit-risk', href: '/v1/models/credit-risk' }] })
+    expect((await app.request('/v1/models', {}, env)).status).toBe(401)
+  })
+
   it('describes a model for clients', async () => {
     const res = await call('GET', '/v1/models/credit-risk', keys.predict)
     expect(res.status).toBe(200)
