@@ -51,7 +51,8 @@ const VERSION = /^[1-9][0-9]{0,8}$/
  */
 export class ModelManager {
   private readonly slots = new Map<string, ModelSlot>()
-  private pinned: string[] = []
+  /** Pinned models, known once start() has read the repository; until then nothing is ready. */
+  private pinned: string[] | undefined
   private shuttingDown = false
 
   constructor(readonly repository: Repository, private readonly options: ModelManagerOptions) {}
@@ -60,12 +61,13 @@ export class ModelManager {
   async start(): Promise<void> {
     const names = await this.repository.names()
     const disks = await Promise.all(names.map((n) => this.repository.read(n)))
-    this.pinned = disks.flatMap((d) => (d?.config?.pinned ? [d.name] : []))
-    await Promise.all(this.pinned.map((name) => this.load(name).catch(() => undefined)))
+    const pinned = disks.flatMap((d) => (d?.config?.pinned ? [d.name] : []))
+    this.pinned = pinned
+    await Promise.all(pinned.map((name) => this.load(name).catch(() => undefined)))
   }
 
   ready(): boolean {
-    return !this.shuttingDown && this.pinned.every((name) => {
+    return !this.shuttingDown && this.pinned !== undefined && this.pinned.every((name) => {
       const slot = this.slots.get(name)
       return slot !== undefined && slot.settled && slot.serving.size > 0
     })

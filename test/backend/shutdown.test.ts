@@ -11,9 +11,12 @@ const depth = async (url: string) => {
 }
 
 describe('graceful shutdown', () => {
-  it('turns readiness off and refuses new work with 503 the moment shutdown begins', async () => {
+  it('is ready only once the pinned models are warm, and not from the moment shutdown begins, which refuses new work with 503', async () => {
     const manager = new ModelManager(new Repository(DEMO_REPOSITORY), { batching: true, memoryBudgetBytes: 1 << 30, logger: createLogger('silent') })
-    await manager.start()
+    expect(manager.ready()).toBe(false)
+    const starting = manager.start()
+    expect(manager.ready()).toBe(false)
+    await starting
     expect(manager.ready()).toBe(true)
     const stopping = manager.shutdown()
     expect(manager.ready()).toBe(false)
