@@ -51,6 +51,13 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
   const limiter = limiterOption ?? new SlidingWindowLimiter()
   const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec
   const maxInstances = (c: Context<AppEnv>) => Number(c.env?.MAX_INSTANCES ?? 64) || 64
+  // MAX_INSTANCES is a binding, known per request: one validate middleware per distinct value.
+  const validators = new Map<number, ReturnType<typeof validate>>()
+  const validatorFor = (max: number) => {
+    let middleware = validators.get(max)
+    if (!middleware) validators.set(max, (middleware = validate({ specFor, maxInstances: max })))
+    return middleware
+  }
 
   const app = new Hono<AppEnv>()
   app.use(
@@ -91,9 +98,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = e
     callers,
     limited,
     stage('normalize', normalize({ specFor })),
-    // MAX_INSTANCES is a binding, known per request; the compiled schema is cached either way.
     stage('validate', async function validateInstances(c, next) {
-      return validate({ specFor, maxInstances: maxInstances(c) })(c, next)
+      return validatorFor(maxInstances(c))(c, next)
     }),
     stage('enrich', enrich({ store: features, specFor })),
     routed,
