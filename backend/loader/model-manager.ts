@@ -43,6 +43,13 @@ interface ModelSlot {
 
 const VERSION = /^[1-9][0-9]{0,8}$/
 
+/** A version named in a path, as a number; 400 for anything that is not one. */
+const parseVersion = (version: string | undefined): number | undefined => {
+  if (version === undefined) return undefined
+  if (!VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
+  return Number(version)
+}
+
 /**
  * The loader: brings model versions from the repository into service and out again. Models
  * load lazily on first use (pinned ones at start), new versions load beside the serving ones
@@ -60,8 +67,9 @@ export class ModelManager {
   /** Loads every pinned model; the server is ready when they all serve. */
   async start(): Promise<void> {
     const names = await this.repository.names()
-    const disks = await Promise.all(names.map((n) => this.repository.read(n)))
-    const pinned = disks.flatMap((d) => (d?.config?.pinned ? [d.name] : []))
+    // Only the configs: versions are read (and hashed) once, by the load itself.
+    const configs = await Promise.all(names.map((n) => this.repository.config(n)))
+    const pinned = configs.flatMap((config) => (config?.pinned ? [config.name] : []))
     this.pinned = pinned
     await Promise.all(pinned.map((name) => this.load(name).catch(() => undefined)))
   }
@@ -76,14 +84,13 @@ export class ModelManager {
   /** The version that serves a request; loads the model first if it is not resident. */
   async resolve(name: string, version?: string): Promise<ModelVersion> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)
-    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
+    const wanted = parseVersion(version)
     let slot = this.slots.get(name)
     if (!slot) {
-      if (!(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+      if (!(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
       slot = this.slot(name)
     }
     if (slot.unloaded) throw unavailable(`model "${name}" is unloaded; load it through the repository API`)
-    const wanted = version === undefined ? undefined : Number(version)
     let chosen = this.pick(slot, wanted)
     if (!chosen) {
       if (slot.serving.size === 0 && !slot.loading) void this.enqueue(slot, () => this.sync(slot))
@@ -107,7 +114,7 @@ export class ModelManager {
   /** Loads a model, or reloads it from disk beside the serving versions. */
   async load(name: string): Promise<void> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)
-    if (!(await this.repository.read(name))) {
+    if (!(await this.repository.has(name))) {
       // Gone from disk: whatever still serves it is retired.
       const stale = this.slots.get(name)
       if (stale) await this.enqueue(stale, () => this.sync(stale))
@@ -126,7 +133,7 @@ export class ModelManager {
   /** Unloads every version of a model once its accepted requests are answered. */
   async unload(name: string): Promise<void> {
     const slot = this.slots.get(name)
-    if (!slot && !(await this.repository.read(name))) throw notFound(`unknown model "${name}"`)
+    if (!slot && !(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
     if (!slot) return
     slot.unloaded = true
     await this.enqueue(slot, () => this.retireAll(slot, 'unloaded'))
@@ -149,13 +156,11 @@ export class ModelManager {
 
   /** The serving version, if resident, without loading anything; 404 for an unknown model. */
   async serving(name: string, version?: string): Promise<ModelVersion | undefined> {
-    if (version !== undefined && !VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
+    const wanted = parseVersion(version)
     const slot = this.slots.get(name)
-    const wanted = version === undefined ? undefined : Number(version)
     if (!slot || (wanted !== undefined && !slot.serving.has(wanted))) {
-      const disk = await this.repository.read(name)
-      if (!disk) throw notFound(`unknown model "${name}"`)
-      if (wanted !== undefined && !disk.versions.some((v) => v.version === wanted)) throw notFound(`model "${name}" has no version ${wanted}`)
+      if (!(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
+      if (wanted !== undefined && !(await this.repository.versionFolders(name)).includes(wanted)) throw notFound(`model "${name}" has no version ${wanted}`)
     }
     return slot && !this.shuttingDown ? this.pick(slot, wanted) : undefined
   }

@@ -53,6 +53,10 @@ const readConfig = async (dir: string, folderName: string): Promise<ModelConfig>
  * Reads the model repository from disk: Triton's layout, `<model>/config.json` and numeric
  * version folders. Never throws for one bad model; the fault is reported with the model.
  */
+const MODEL_NAME = /^[a-z0-9][a-z0-9._-]*$/
+
+const configExists = (dir: string): Promise<boolean> => stat(join(dir, CONFIG_FILE)).then(() => true, () => false)
+
 export class Repository {
   constructor(readonly root: string) {}
 
@@ -60,30 +64,42 @@ export class Repository {
     const entries = await readdir(this.root, { withFileTypes: true })
     const names: string[] = []
     for (const entry of entries) {
-      if (!entry.isDirectory()) continue
-      const hasConfig = await stat(join(this.root, entry.name, CONFIG_FILE)).then(() => true, () => false)
-      if (hasConfig) names.push(entry.name)
+      if (entry.isDirectory() && (await configExists(join(this.root, entry.name)))) names.push(entry.name)
     }
     return names.sort()
   }
 
+  /** Whether `name` is a model of this repository: a stat, no reading or hashing. */
+  async has(name: string): Promise<boolean> {
+    return MODEL_NAME.test(name) && !name.includes('..') && configExists(join(this.root, name))
+  }
+
+  /** The version folders present, ascending, without verifying them. */
+  async versionFolders(name: string): Promise<number[]> {
+    const entries = await readdir(join(this.root, name), { withFileTypes: true })
+    return entries.filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name)).map((e) => Number(e.name)).sort((a, b) => a - b)
+  }
+
+  /** The model's config, or undefined when it is missing or invalid (`read` says why). */
+  async config(name: string): Promise<ModelConfig | undefined> {
+    if (!(await this.has(name))) return undefined
+    return readConfig(join(this.root, name), name).catch(() => undefined)
+  }
+
+  /** Config and every version folder, each checked against its MANIFEST (hashes every file). */
   async read(name: string): Promise<ModelOnDisk | undefined> {
-    if (!/^[a-z0-9][a-z0-9._-]*$/.test(name) || name.includes('..')) return undefined
+    if (!(await this.has(name))) return undefined
     const path = join(this.root, name)
-    const exists = await stat(join(path, CONFIG_FILE)).then(() => true, () => false)
-    if (!exists) return undefined
     let config: ModelConfig
     try {
       config = await readConfig(path, name)
     } catch (err) {
       return { name, path, versions: [], error: (err as Error).message }
     }
-    const folders = (await readdir(path, { withFileTypes: true }))
-      .filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name))
-      .map((e) => Number(e.name))
+    const folders = await this.versionFolders(name)
     const selected = selectVersions(config.version_policy, folders)
     const versions = await Promise.all(
-      folders.sort((a, b) => a - b).map(async (version): Promise<VersionOnDisk> => {
+      folders.map(async (version): Promise<VersionOnDisk> => {
         const dir = join(path, String(version))
         const modelPath = join(dir, MODEL_FILE)
         const check = await verifyVersion(dir)
