@@ -20,6 +20,18 @@ export class BackendRefusal extends Problem {
   }
 }
 
+/**
+ * How the edge passes on an inference tier's refusal of an infer call, whichever tier it was:
+ * overload and timeouts stay refusals (the fallback and Retry-After depend on them), unknown
+ * models and bad tensors stay the client's, anything else is the tier's fault.
+ */
+export const tierRefusal = (tier: string, status: number, message: string, retryAfter?: string): Problem => {
+  if (status === 429 || status === 503 || status === 504) return new BackendRefusal(status, `${tier}: ${message}`, retryAfter)
+  if (status === 404) return new Problem(404, 'Not Found', `${tier}: ${message}`)
+  if (status === 400) return new Problem(400, 'Bad Request', `${tier}: ${message}`, { slug: 'invalid-tensor-request' })
+  return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
+}
+
 const backendError = async (res: Response): Promise<string> => {
   try {
     const body = (await res.json()) as { error?: unknown }
@@ -58,12 +70,7 @@ export class HttpTransport implements Transport {
     }
     const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineMs)
     if (res.ok) return (await res.json()) as InferResponse
-    const message = await backendError(res)
-    const retryAfter = res.headers.get('retry-after') ?? undefined
-    if (res.status === 429 || res.status === 503 || res.status === 504) throw new BackendRefusal(res.status, `inference tier: ${message}`, retryAfter)
-    if (res.status === 404) throw new Problem(404, 'Not Found', `inference tier: ${message}`)
-    if (res.status === 400) throw new Problem(400, 'Bad Request', `inference tier: ${message}`, { slug: 'invalid-tensor-request' })
-    throw new Problem(502, 'Bad Gateway', `the inference tier refused the request (${res.status}): ${message}`, { slug: 'backend-refused' })
+    throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 
   async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {

@@ -1,7 +1,7 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
-import { BackendRefusal } from './http-transport.ts'
+import { BackendRefusal, tierRefusal } from './http-transport.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 export interface LambdaTransportOptions {
@@ -89,13 +89,7 @@ export class LambdaTransport implements Transport {
     } catch {
       throw new Problem(502, 'Bad Gateway', 'the Lambda tier answered with a payload that is not JSON', { slug: 'bad-lambda-payload' })
     }
-    if (isErrorResult(result)) {
-      const message = `Lambda tier: ${result.error}`
-      if (result.status === 429 || result.status === 503 || result.status === 504) throw new BackendRefusal(result.status, message, result.status === 504 ? undefined : '1')
-      if (result.status === 404) throw new Problem(404, 'Not Found', message)
-      if (result.status === 400) throw new Problem(400, 'Bad Request', message, { slug: 'invalid-tensor-request' })
-      throw new Problem(502, 'Bad Gateway', `the Lambda tier refused the request (${result.status}): ${result.error}`, { slug: 'backend-refused' })
-    }
+    if (isErrorResult(result)) throw tierRefusal('Lambda tier', result.status, result.error, result.status === 504 ? undefined : '1')
     if (!isInferResponse(result)) {
       throw new Problem(502, 'Bad Gateway', 'the Lambda tier answered with something other than an infer response', { slug: 'bad-lambda-payload' })
     }
