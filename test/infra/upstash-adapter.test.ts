@@ -9,19 +9,12 @@ import {
   createRespClient, encodeCommand, RedisConnectionError, RedisReplyError, RespParser, RespProtocolError, type RespValue,
 } from '../../infra/local/upstash-adapter/resp.ts'
 import { handshake, parseRedisUrl } from '../../infra/local/upstash-adapter/redis-url.ts'
-import { freePort, startRedisServer, type RedisServer } from './support/redis-server.ts'
+import { until } from '../backend/support/backend-process.ts'
+import { freePort } from '../support/ports.ts'
+import { startRedisServer, type RedisServer } from './support/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const TOKEN = 'adapter-test-token-0123456789'
-
-/** Polls until the check passes (bounded by count, not a timing assertion). */
-const until = async (check: () => boolean, tries = 400): Promise<void> => {
-  for (let i = 0; i < tries; i++) {
-    if (check()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error('condition not reached')
-}
 
 interface Raw {
   status: number
@@ -445,7 +438,7 @@ describe('when redis-server stops', () => {
     redisServer!.signal('SIGSTOP')
     const inFlight = raw(patient!.url, '/', { body: ['GET', 'd:k'] })
     const inFlightClient = redis.get('d:k').then(() => undefined, (e: Error) => e)
-    await until(() => patient!.stats().pending >= 2)
+    await until(() => patient!.stats().pending >= 2, { tries: 400, everyMs: 25 })
 
     const hung = await raw(impatient!.url, '/', { body: ['GET', 'd:k'] })
     expect(hung.status).toBe(503)

@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
-import type { AddressInfo } from 'node:net'
 import { handler as lambdaHandler, shutdownLambda } from '../../../backend/lambda.ts'
-import { PayloadTooLarge, readBody } from '../read-body.ts'
+import { PayloadTooLarge, listen, readBody } from '../http-server.ts'
 
 export interface LambdaEndpointOptions {
   /** The one function this endpoint serves (by name, or by any ARN that ends in `:function:<name>`). */
@@ -125,18 +124,10 @@ export const startLambdaEndpoint = async ({
       serviceError(res, 500, 'ServiceException', `the local Lambda endpoint failed: ${err instanceof Error ? err.message : String(err)}`, 'Service')
     })
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  const address = server.address() as AddressInfo
-  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  const url = await listen(server, port, host)
 
   return {
-    url: `http://${shownHost}:${address.port}`,
+    url,
     invocations: () => invocations,
     async close() {
       server.closeAllConnections()

@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { bearerChecker } from './auth.ts'
 import {
   BadRequest, parseCommand, parseCommands, parseJson, parsePathCommand, refusal, toAnswer, toTransactionAnswer,
@@ -8,7 +7,7 @@ import {
 import { handshake, parseRedisUrl, type RedisTarget } from './redis-url.ts'
 import { createRespClient, RedisConnectionError, type RespArg, type RespClient, type RespValue } from './resp.ts'
 import { ScriptTranslator } from './scripts.ts'
-import { PayloadTooLarge, readBody } from '../read-body.ts'
+import { PayloadTooLarge, listen, readBody } from '../http-server.ts'
 
 export interface UpstashAdapterOptions {
   /** `redis://[user:password@]host[:port][/db]`; wins over `redisHost`/`redisPort`. */
@@ -127,15 +126,7 @@ export const startUpstashAdapter = async ({
     }).catch(() => res.destroy())
   })
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  const address = server.address() as AddressInfo
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+  const url = await listen(server, port, host)
 
   return {
     url,

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CircuitBreaker } from '../../../edge/forward/circuit-breaker.ts'
 import { HttpTransport } from '../../../edge/forward/http-transport.ts'
@@ -6,18 +5,10 @@ import { Problem } from '../../../edge/problem.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
+import { freePort } from '../../support/ports.ts'
 
 let repo: FixtureRepository
 let backend: BackendProcess
-
-/** A port nothing listens on: bound, then released. */
-const closedPort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 const call = (version: number, deadlineMs = 5_000) => ({
   model: 'credit-risk', version, request: creditRequest(2) as never, requestId: 'edge-test-1', deadlineMs,
@@ -66,7 +57,7 @@ describe('HttpTransport against the real backend', () => {
   })
 
   it('answers 503 when the backend is unreachable, then stops trying once the circuit opens', async () => {
-    const port = await closedPort()
+    const port = await freePort()
     let attempts = 0
     const counting: typeof fetch = (input, init) => {
       attempts++

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BackendRefusal } from '../../../edge/forward/http-transport.ts'
 import { LambdaTransport } from '../../../edge/forward/lambda-transport.ts'
@@ -6,6 +5,7 @@ import { Problem } from '../../../edge/problem.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../../infra/local/lambda-endpoint/server.ts'
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
+import { freePort } from '../../support/ports.ts'
 
 const FUNCTION = 'edge-infer-cpu'
 const previous = { MODEL_REPOSITORY: process.env.MODEL_REPOSITORY, LOG_LEVEL: process.env.LOG_LEVEL }
@@ -14,14 +14,6 @@ let endpoint: LambdaEndpoint
 let scripted: LambdaEndpoint
 let script: (event: unknown) => Promise<unknown> = async () => null
 let release: () => void = () => {}
-
-const closedPort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 const transportFor = (endpointUrl: string, functionName = FUNCTION) =>
   new LambdaTransport({ functionName, region: 'eu-west-1', credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' }, endpoint: endpointUrl })
@@ -113,7 +105,7 @@ describe('LambdaTransport, through the real SDK against the local Invoke endpoin
   })
 
   it('answers a 503 refusal when the Lambda endpoint is unreachable', async () => {
-    const error = await failure(transportFor(`http://127.0.0.1:${await closedPort()}`).infer(call(1)))
+    const error = await failure(transportFor(`http://127.0.0.1:${await freePort()}`).infer(call(1)))
     expect(error).toBeInstanceOf(BackendRefusal)
     expect(error.status).toBe(503)
     expect(error.detail).toBe('Lambda tier unreachable')

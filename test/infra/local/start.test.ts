@@ -1,15 +1,7 @@
 import { spawn } from 'node:child_process'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import { describe, expect, it } from 'vitest'
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
+import { freePort } from '../../support/ports.ts'
 
 /** Pulls the URL, headers and body out of the printed curl line, as a person pasting it would run it. */
 const parseCurl = (line: string) => {

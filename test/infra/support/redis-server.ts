@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
+import { freePort } from '../../support/ports.ts'
 
 export interface RedisServer {
   port: number
@@ -13,16 +13,6 @@ export interface RedisServer {
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
-/** A port that was free a moment ago (the OS picks it). */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 
 /**
  * Starts a throwaway `redis-server` (no persistence) and resolves once it logs
