@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { Hono, type Context } from 'hono'
-import { HEADERS } from '../../shared/headers.ts'
+import { HEADERS, parseDeadlineMs } from '../../shared/headers.ts'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 import { InferenceError, badRequest } from '../errors.ts'
 import { serveInfer } from '../infer/serve.ts'
@@ -13,10 +13,9 @@ const MAX_DEADLINE_MS = 3_600_000
 const deadlineOf = (c: Context<BackendEnv>, arrived: number, defaultMs: number | undefined): number | undefined => {
   const header = c.req.header(HEADERS.deadlineMs)
   if (header === undefined) return defaultMs === undefined ? undefined : arrived + defaultMs
-  if (!/^[1-9][0-9]{0,6}$/.test(header.trim()) || Number(header) > MAX_DEADLINE_MS) {
-    throw badRequest(`${HEADERS.deadlineMs} must be a whole number of milliseconds between 1 and ${MAX_DEADLINE_MS}`)
-  }
-  return arrived + Number(header)
+  const ms = parseDeadlineMs(header, MAX_DEADLINE_MS)
+  if (typeof ms !== 'number') throw badRequest(ms.invalid)
+  return arrived + ms
 }
 
 /** An incoming X-Request-Id, if it is short and plain enough to echo. */
