@@ -66,10 +66,13 @@ const configurationKey = (env: Bindings | undefined): string =>
  * must live as long as the isolate: keep one set per distinct configuration.
  */
 export const servicesResolver = (build: (env: Bindings) => EdgeServices = createServices) => {
-  let cached: { key: string; services: EdgeServices } | undefined
+  let cached: { env: Bindings | undefined; key: string; services: EdgeServices } | undefined
   return (c: Context<AppEnv>): EdgeServices => {
+    // The pipeline asks several times per request, mostly with the very same env object.
+    if (cached !== undefined && cached.env === c.env) return cached.services
     const key = configurationKey(c.env)
-    if (cached?.key !== key) cached = { key, services: build(c.env ?? ({} as Bindings)) }
+    if (cached?.key !== key) cached = { env: c.env, key, services: build(c.env ?? ({} as Bindings)) }
+    else cached.env = c.env
     return cached.services
   }
 }

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { AppEnv } from '../env.ts'
+import { randomUuid } from '../random-ids.ts'
 
 export interface RequestIdOptions {
   /** Incoming ids matching this are kept (so a client's trace joins ours); others are replaced. */
@@ -11,7 +12,7 @@ export interface RequestIdOptions {
 export const requestId = ({ accept = /^[A-Za-z0-9._:-]{8,128}$/ }: RequestIdOptions = {}): MiddlewareHandler<AppEnv> =>
   async function requestId(c, next) {
     const incoming = c.req.header(HEADERS.requestId)
-    const id = incoming !== undefined && accept.test(incoming) ? incoming : crypto.randomUUID()
+    const id = incoming !== undefined && accept.test(incoming) ? incoming : randomUuid()
     c.set('requestId', id)
     c.header(HEADERS.requestId, id)
     await next()

@@ -1,16 +1,10 @@
 import type { MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { AppEnv } from '../env.ts'
+import { randomHex } from '../random-ids.ts'
 import { remoteContext, startRequestSpan } from '../tracing.ts'
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'))
-const randomHex = (bytes: number): string => {
-  let hex = ''
-  for (const b of crypto.getRandomValues(new Uint8Array(bytes))) hex += HEX[b]
-  return hex
-}
 
 export interface TraceContextOptions {
   /** Sampled flag for traces the edge starts itself. */

@@ -26,6 +26,8 @@ export interface Deduped<T> {
  * answer instance `i` with result `indexOf[i]` (see `fanOut`).
  */
 export const dedupeInstances = <T>(instances: readonly T[]): Deduped<T> => {
+  // One instance has no twin: skip the canonical key, the costliest part for the common request.
+  if (instances.length === 1) return { unique: [instances[0]], indexOf: [0] }
   const seen = new Map<string, number>()
   const unique: T[] = []
   const indexOf = instances.map((instance) => {
