@@ -1,0 +1,183 @@
+import { describe, expect, it } from 'vitest'
+import {
+  binnedKs, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, psi,
+} from '../../../shared/drift/statistics.ts'
+
+/**
+ * Reference values from Debian python3-scipy 1.17.1: `kstwobign.sf`, `chi2.sf`, `chi2.ppf`,
+ * `chi2_contingency(..., correction=False)` on the bins not empty in both, and numpy cumulative
+ * shares for KS D. PSI (no scipy function) and the JS distance come from mpmath at 60 digits:
+ * scipy's `jensenshannon` itself is off by 3e-12 relative on the nearly equal vectors.
+ */
+
+const uniform = (count: number, bins = 20): number[] => new Array<number>(bins).fill(count)
+const blocks = (...counts: number[]): number[] => counts.flatMap((c) => new Array<number>(5).fill(c))
+
+interface Case {
+  reference: number[]
+  observed: number[]
+  psi: number
+  js: number
+  d: number
+  ksP: number
+  chi: [statistic: number, df: number, pValue: number]
+}
+
+const cases: Record<string, Case> = {
+  moderate: {
+    reference: [120, 340, 560, 410, 230, 90, 40, 10],
+    observed: [100, 300, 600, 450, 250, 60, 30, 20],
+    psi: 0.02145251952299048, js: 0.062005235945440246, d: 0.034561080417434, ksP: 0.2312155174660022,
+    chi: [19.125641301440112, 7, 0.007802734018978998],
+  },
+  'empty bins (two empty in both, one only in the reference)': {
+    reference: [0, 50, 200, 0, 300, 150, 0],
+    observed: [5, 40, 210, 0, 280, 180, 0],
+    psi: 0.04265190040493363, js: 0.07684552414499345, d: 0.03746253746253747, ksP: 0.7036230704200406,
+    chi: [9.614011223461487, 4, 0.047456557803892074],
+  },
+  disjoint: {
+    reference: [10, 0, 0],
+    observed: [0, 0, 7],
+    psi: 18.41883867587797, js: 1, d: 1, ksP: 0.0005302579683460036,
+    chi: [17, 1, 3.7379818401701594e-5],
+  },
+  'nearly equal': {
+    reference: [100_000, 100_001, 99_999],
+    observed: [100_001, 100_000, 99_999],
+    psi: 6.666633333555555e-11, js: 3.467333061898147e-6, d: 3.3333333333551707e-6, ksP: 1,
+    chi: [9.999950000249999e-6, 2, 0.9999950000374997],
+  },
+  'KS p-value near 1e-12': {
+    reference: uniform(2500),
+    observed: blocks(2500, 2740, 2500, 2260),
+    psi: 0.004622234570778825, js: 0.028865813931493463, d: 0.024, ksP: 6.213680475086538e-13,
+    chi: [115.46603374174097, 19, 7.763850592914152e-16],
+  },
+  'chi-square p-value near 1e-12': {
+    reference: uniform(2500),
+    observed: blocks(2500, 2720, 2500, 2280),
+    psi: 0.003882041621514244, js: 0.026454621112571537, d: 0.022, ksP: 6.181637496816378e-11,
+    chi: [96.98776831946648, 19, 1.8733475256252896e-12],
+  },
+  'p-values near 1e-22': {
+    reference: uniform(1000),
+    observed: blocks(1000, 1200, 950, 850),
+    psi: 0.015851703875708674, js: 0.053433631923950585, d: 0.05, ksP: 3.857499695927479e-22,
+    chi: [158.13015813015812, 19, 5.8533705788869034e-24],
+  },
+  'p-values that underflow': {
+    reference: uniform(5000),
+    observed: [...uniform(4000, 10), ...uniform(6000, 10)],
+    psi: 0.040546510810816436, js: 0.08543510262458853, d: 0.1, ksP: 0,
+    chi: [2020.20202020202, 19, 0],
+  },
+}
+
+const expectRelative = (actual: number, expected: number, tolerance = 1e-9): void => {
+  if (expected === 0) expect(actual).toBe(0)
+  else expect(Math.abs(actual - expected) / Math.abs(expected), `${actual} vs ${expected}`).toBeLessThanOrEqual(tolerance)
+}
+
+describe.each(Object.entries(cases))('%s', (_, c) => {
+  // Shares rounded to doubles limit nearly equal vectors to ~1e-11 relative; the rest agree to 1e-15.
+  it('PSI', () => expectRelative(psi(c.reference, c.observed), c.psi))
+  it('Jensen-Shannon distance', () => expectRelative(jensenShannonDistance(c.reference, c.observed), c.js))
+  it('binned KS', () => {
+    const { d, pValue } = binnedKs(c.reference, c.observed)
+    expectRelative(d, c.d)
+    expectRelative(pValue, c.ksP)
+  })
+  it('chi-square', () => {
+    const { statistic, df, pValue } = chiSquare(c.reference, c.observed)
+    expect(df).toBe(c.chi[1])
+    expectRelative(statistic, c.chi[0])
+    expectRelative(pValue, c.chi[2])
+  })
+})
+
+describe('equal shares', () => {
+  const reference = [100, 200, 300]
+  const observed = [50, 100, 150]
+  it('give zero distance and no evidence of drift', () => {
+    expect(psi(reference, observed)).toBe(0)
+    expect(jensenShannonDistance(reference, observed)).toBe(0)
+    expect(binnedKs(reference, observed)).toEqual({ d: 0, pValue: 1 })
+    expect(chiSquare(reference, observed)).toEqual({ statistic: 0, df: 2, pValue: 1 })
+  })
+})
+
+describe('degenerate input', () => {
+  it('reports no evidence when either side has no counts', () => {
+    for (const [reference, observed] of [[[0, 0, 0], [1, 2, 3]], [[1, 2, 3], [0, 0, 0]], [[], []]]) {
+      expect(psi(reference, observed)).toBe(0)
+      expect(jensenShannonDistance(reference, observed)).toBe(0)
+      expect(binnedKs(reference, observed)).toEqual({ d: 0, pValue: 1 })
+      expect(chiSquare(reference, observed)).toEqual({ statistic: 0, df: 0, pValue: 1 })
+    }
+  })
+  it('has no degrees of freedom when a single bin holds everything', () => {
+    expect(chiSquare([0, 40, 0], [0, 9, 0])).toEqual({ statistic: 0, df: 0, pValue: 1 })
+  })
+  it('floors empty shares at epsilon so PSI stays finite', () => {
+    const epsilon = 1e-3
+    expectRelative(psi([1, 0], [0, 1], epsilon), 2 * (1 - epsilon) * Math.log(1 / epsilon), 1e-14)
+  })
+  it('refuses vectors of different lengths and counts that are not counts', () => {
+    expect(() => psi([1, 2], [1, 2, 3])).toThrow(/differ in length/)
+    expect(() => chiSquare([1, -1], [1, 1])).toThrow(/reference count at bin 1/)
+    expect(() => binnedKs([1, 1], [1, Number.NaN])).toThrow(/observed count at bin 1/)
+    expect(() => jensenShannonDistance([1, Number.POSITIVE_INFINITY], [1, 1])).toThrow(RangeError)
+  })
+})
+
+describe('kolmogorovSf', () => {
+  // Both sides of the 0.82 cut-over between the two series.
+  const reference: [number, number][] = [
+    [0.05, 1], [0.2, 0.999999999999495], [0.5, 0.9639452436648751], [0.8, 0.5441424115741981],
+    [0.82, 0.5119717052984973], [0.9, 0.3927307079406543], [1, 0.26999967167735456], [1.36, 0.049485876755377876],
+    [2, 0.0006709252557796953], [3, 3.045995948942526e-8], [3.8, 5.735950017776196e-13], [5, 3.8574996959278356e-22],
+    [10, 2.767793053473475e-87],
+  ]
+  it.each(reference)('at %d matches scipy', (x, sf) => expectRelative(kolmogorovSf(x), sf, 1e-12))
+  it('is 1 at and below zero', () => {
+    expect(kolmogorovSf(0)).toBe(1)
+    expect(kolmogorovSf(-3)).toBe(1)
+  })
+})
+
+describe('chiSquareSf', () => {
+  const reference: [number, number, number][] = [
+    [0.5, 1, 0.47950012218695337], [3.84, 1, 0.05004352124870519], [30, 5, 1.4748581038443073e-5],
+    [100, 19, 5.355560750435117e-13], [150, 22, 4.785409601203836e-21], [1000, 100, 2.3060767380354624e-148],
+    [60, 100, 0.999481108537452], [200, 5, 2.8406228986415534e-41], [0.001, 3, 0.9999915920809419],
+    [7.5, 2.5, 0.038169088215206766],
+  ]
+  it.each(reference)('at x = %d, df = %d matches scipy', (x, df, sf) => expectRelative(chiSquareSf(x, df), sf, 1e-11))
+  it('is 1 at zero and refuses df ≤ 0', () => {
+    expect(chiSquareSf(0, 4)).toBe(1)
+    expect(() => chiSquareSf(1, 0)).toThrow(RangeError)
+  })
+})
+
+describe('chiSquareQuantile', () => {
+  const reference: [number, number, number][] = [
+    [0.99, 1, 6.6348966010212145], [0.99, 5, 15.08627246938899], [0.99, 19, 36.19086912927004],
+    [0.99, 22, 40.289360437593864], [0.99, 100, 135.80672317102676],
+    [0.999, 1, 10.827566170662733], [0.999, 5, 20.515005652432873], [0.999, 19, 43.82019596451753],
+    [0.999, 22, 48.26794229083518], [0.999, 100, 149.44925277903886],
+    // The lower tail, where Wilson-Hilferty goes negative for small df, and a far upper tail.
+    [0.5, 1, 0.454936423119572], [0.01, 1, 0.00015708785790970184], [1e-6, 1, 1.5707963267957187e-12],
+    [0.05, 19, 10.117013063859044], [1e-10, 5, 0.00032335571462496966], [1 - 1e-12, 5, 65.23868252258353],
+  ]
+  it.each(reference)('at p = %d, df = %d matches scipy', (p, df, x) => expectRelative(chiSquareQuantile(p, df), x, 1e-10))
+  it('inverts chiSquareSf', () => {
+    for (const df of [1, 3, 19, 250]) for (const p of [0.2, 0.9, 0.9999]) expectRelative(1 - chiSquareSf(chiSquareQuantile(p, df), df), p, 1e-12)
+  })
+  it('maps the ends of [0, 1] to 0 and infinity and refuses the rest', () => {
+    expect(chiSquareQuantile(0, 3)).toBe(0)
+    expect(chiSquareQuantile(1, 3)).toBe(Number.POSITIVE_INFINITY)
+    expect(() => chiSquareQuantile(1.5, 3)).toThrow(RangeError)
+    expect(() => chiSquareQuantile(0.5, -1)).toThrow(RangeError)
+  })
+})
