@@ -30,7 +30,7 @@ export interface EdgeAppOptions {
   maxBodyBytes?: number
   /** Builds the isolate's services from its bindings (tests inject their own). */
   services?: (env: Bindings) => EdgeServices
-  /** Where API keys are looked up; the `API_KEYS` secret by default. */
+  /** Where API keys are looked up; the `API_KEYS` secret, then Redis when configured, by default. */
   keys?: KeyStore | ((c: Context<AppEnv>) => KeyStore)
   limiter?: RateLimiter
   /** Where the per-request log line goes (the Workers console by default). */
@@ -45,8 +45,9 @@ const allowedOrigins = (c: Context<AppEnv>): string[] =>
  * path: request id → trace context → CORS → secure headers → body checks → auth → rate limit → normalize →
  * validate → enrich → route → forward → respond; every failure leaves through `onError`.
  */
-export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys = envKeyStore(), limiter: limiterOption, log }: EdgeAppOptions = {}) => {
+export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: keysOption, limiter: limiterOption, log }: EdgeAppOptions = {}) => {
   const services = servicesResolver(build)
+  const keys = keysOption ?? envKeyStore({ shared: (c) => services(c).keys })
   // Without Redis, one limiter per isolate: createApp runs once per isolate in the worker.
   const limiter = limiterOption ?? new SlidingWindowLimiter()
   const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec

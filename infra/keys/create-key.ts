@@ -1,11 +1,14 @@
 import { parseArgs } from 'node:util'
+import { Redis } from '@upstash/redis'
+import { API_KEYS_HASH } from '../../edge/auth/upstash-key-store.ts'
 import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/auth/api-key.ts'
 
 /**
- * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json]`
+ * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json] [--redis]`
  *
  * Creates an API key: prints the key once (it is stored nowhere) and the entry to add to the
- * `API_KEYS` secret, which holds only the key's SHA-256 hash.
+ * `API_KEYS` secret, which holds only the key's SHA-256 hash. With `--redis` the entry is written
+ * to the Redis the edge shares (UPSTASH_REDIS_REST_URL / _TOKEN) instead, live without a redeploy.
  */
 const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--rate <per-minute>] [--env <tag>] [--json]
 
@@ -13,7 +16,8 @@ const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<sc
   --scopes  comma-separated: ${SCOPES.join(', ')}
   --rate    requests per minute for this key (default 600)
   --env     environment tag in the key's prefix, e.g. live, test, local (default live)
-  --json    print one JSON object {"key", "entry"} instead of labelled text`
+  --json    print one JSON object {"key", "entry"} instead of labelled text
+  --redis   store the entry in Redis (hash "${API_KEYS_HASH}") at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN`
 
 class UsageError extends Error {}
 
@@ -23,6 +27,7 @@ interface CreateKeyArgs {
   rate: number
   env: string
   json: boolean
+  redis: boolean
 }
 
 const parse = (argv: string[]): CreateKeyArgs | 'help' => {
@@ -36,6 +41,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
         rate: { type: 'string' },
         env: { type: 'string' },
         json: { type: 'boolean' },
+        redis: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -73,7 +79,12 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
     const flag = { name: '--name', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
     throw new UsageError(`${flag} ${issue.message}`)
   }
-  return { name: values.name, scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false }
+  return { name: values.name, scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false }
+}
+
+const redisFromEnv = (): Redis | undefined => {
+  const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = process.env
+  return url && token ? new Redis({ url, token, retry: false, enableTelemetry: false }) : undefined
 }
 
 const main = async () => {
@@ -90,8 +101,15 @@ const main = async () => {
     process.stdout.write(`${USAGE}\n`)
     return
   }
+  const redis = args.redis ? redisFromEnv() : undefined
+  if (args.redis && !redis) {
+    process.stderr.write('error: --redis needs UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN in the environment\n')
+    process.exitCode = 2
+    return
+  }
   const key = generateApiKey(args.env)
   const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
+  if (redis) await redis.hset(API_KEYS_HASH, { [entry.hash]: JSON.stringify(entry) })
   if (args.json) {
     process.stdout.write(`${JSON.stringify({ key, entry })}\n`)
     return
@@ -101,7 +119,7 @@ const main = async () => {
       `API key for "${entry.name}" (shown only now and stored nowhere; hand it to the client and keep it secret):`,
       key,
       '',
-      'Entry for the API_KEYS secret (add it to the JSON array, e.g. `wrangler secret put API_KEYS`):',
+      redis ? `Entry, stored in Redis (hash "${API_KEYS_HASH}"; revoke with HDEL ${API_KEYS_HASH} ${entry.hash}):` : 'Entry for the API_KEYS secret (add it to the JSON array, e.g. `wrangler secret put API_KEYS`):',
       JSON.stringify(entry),
       '',
     ].join('\n'),

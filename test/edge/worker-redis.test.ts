@@ -6,6 +6,7 @@ import { encodeInstance, type FeatureValue } from '../../shared/feature-spec.ts'
 import { applicant, CREDIT_SPEC, CREDIT_WIDTH } from '../backend/support/applicants.ts'
 import { post, startBackend, until, type BackendProcess, type JsonResponse } from '../backend/support/backend-process.ts'
 import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { runCreateKey } from '../infra/keys/support/create-key-process.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
 /**
@@ -100,6 +101,17 @@ afterAll(async () => {
 })
 
 describe('the bundled worker in workerd, with Upstash Redis (adapter + real redis-server)', () => {
+  it('accepts a key that keys:create --redis stored in Redis, which the API_KEYS secret does not list', async () => {
+    const created = await runCreateKey(['--name', 'redis-issued', '--scopes', 'predict', '--json', '--redis'], { UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN })
+    expect(created.code).toBe(0)
+    const { key, entry } = JSON.parse(created.stdout) as { key: string; entry: { hash: string } }
+    expect(JSON.parse((await client.hget('apikeys', entry.hash)) as string)).toEqual(entry)
+    const res = await predict(key, { instances: [instance(3)], entity: { user_id: 'u-key-from-redis' } })
+    expect(res.status).toBe(200)
+    // A key in neither place is still refused.
+    expect((await predict(generateApiKey('test'), { instances: [instance(3)] })).status).toBe(401)
+  })
+
   it('enriches predictions with entity features from Redis hashes', async () => {
     // Far from the defaults (account_age_months 0, num_products 1).
     await client.hset('features:user:u-redis-1', { account_age_months: '240', num_products: '9' })

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/auth/api-key.ts'
@@ -7,19 +5,9 @@ import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
 import type { AppEnv } from '../../../edge/env.ts'
 import { auth } from '../../../edge/middleware/auth.ts'
 import { onError } from '../../../edge/on-error.ts'
+import { runCreateKey } from './support/create-key-process.ts'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-
-const createKey = (...args: string[]) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/keys/create-key.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+const createKey = (...args: string[]) => runCreateKey(args)
 
 describe('keys:create', () => {
   it('prints a labelled key once and an entry whose hash matches it', async () => {
@@ -72,6 +60,13 @@ describe('keys:create', () => {
       expect(stderr, args.join(' ')).toMatch(message)
       expect(stderr).toContain('usage: npm run keys:create')
     }
+  })
+
+  it('refuses --redis without the Upstash URL and token, printing no key', async () => {
+    const { code, stdout, stderr } = await runCreateKey(['--name', 'web', '--scopes', 'predict', '--redis'], { UPSTASH_REDIS_REST_URL: '', UPSTASH_REDIS_REST_TOKEN: '' })
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(/--redis needs UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/)
   })
 
   it('prints usage for --help', async () => {
