@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest'
+import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
+import { driftReport, livePsiVector } from '../../../../backend/monitor/drift/report.ts'
+import type { Baseline } from '../../../../backend/training/baseline.ts'
+import { psi } from '../../../../shared/drift/statistics.ts'
+
+const thresholds = (warning: number, critical: number) => ({
+  statistic: 'psi' as const,
+  window: 1000,
+  warning,
+  critical,
+  no_drift: { reference_bins: 4, analytic_p99: 0, analytic_p999: 0, held_out_windows: 40, held_out_mean: 0, held_out_sd: 0 },
+})
+
+/** Two features: numeric `x` over 3 bins, categorical `c` with a, b; reference 1,000 rows each. */
+const baseline: Baseline = {
+  format: 2,
+  model: 'm',
+  version: 1,
+  rows: 1000,
+  features: [
+    { name: 'x', kind: 'numeric', edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: thresholds(0.1, 0.2) },
+    { name: 'c', kind: 'categorical', categories: ['a', 'b'], counts: { a: 600, b: 380, __other__: 20, __unseen__: 0 }, missing: 0, missing_rate: 0, thresholds: thresholds(0.1, 0.25) },
+  ],
+  prediction: { edges: [0.5], counts: [700, 300], class_counts: { no: 700, yes: 300 }, thresholds: thresholds(0.1, 0.2) },
+}
+
+interface Window {
+  x: number[] // [missing, below, b0, b1, b2, above]
+  c: number[] // [missing, a, b, other, unseen]
+  p?: number[]
+  requests?: number
+  errors?: number
+}
+
+const counts = ({ x, c, p = [700, 300], requests = 10, errors = 0 }: Window, minute = 100): DriftCounts => ({
+  model: 'm',
+  version: 1,
+  from_minute: minute,
+  to_minute: minute + 14,
+  rows: x.reduce((a, b) => a + b, 0),
+  features: [
+    { name: 'x', kind: 'numeric', counts: x },
+    { name: 'c', kind: 'categorical', counts: c },
+  ],
+  prediction: { counts: p, class_counts: [p[0], p[1]], nan_outputs: 0 },
+  health: { requests, errors, rows: 1000, latency_bounds_us: [1000, 2000, 4000], latency_counts: [50, 40, 10, 0] },
+})
+
+const steady: Window = { x: [0, 0, 300, 400, 300, 0], c: [0, 600, 380, 20, 0] }
+const shifted: Window = { x: [0, 0, 100, 300, 500, 100], c: [0, 600, 380, 20, 0] }
+
+describe('driftReport', () => {
+  it('folds out-of-range counts into the edge bins for PSI and reports them as a rate', () => {
+    expect(livePsiVector({ name: 'x', kind: 'numeric', counts: [5, 1, 2, 3, 4, 6] })).toEqual([5, 3, 3, 10])
+    expect(livePsiVector({ name: 'b', kind: 'boolean', counts: [1, 2, 3] })).toEqual([1, 2, 3, 0, 0])
+    const report = driftReport(baseline, new Set(), [counts(shifted)])
+    const x = report.features[0]
+    expect(x.psi).toBeCloseTo(psi([0, 300, 400, 300], [0, 100, 300, 600]), 12)
+    expect(x.out_of_range_rate).toBeCloseTo(100 / 1000, 12)
+    expect(x.verdict).toBe('critical')
+    expect(report.features[1].verdict).toBe('ok')
+  })
+
+  it('says insufficient, never ok, below 1,000 rows', () => {
+    const small = counts({ x: [0, 0, 3, 4, 3, 0], c: [0, 6, 4, 0, 0], p: [7, 3] })
+    const report = driftReport(baseline, new Set(), [small])
+    expect(report.features.map((f) => f.verdict)).toEqual(['insufficient', 'insufficient'])
+    expect(report.dataset.verdict).toBe('insufficient')
+    expect(report.prediction.verdict).toBe('insufficient')
+  })
+
+  it('alerts after 3 critical windows in a row and counts them', () => {
+    const two = driftReport(baseline, new Set(), [counts(steady, 70), counts(shifted, 85), counts(shifted, 100)])
+    expect(two.features[0]).toMatchObject({ verdict: 'critical', consecutive_critical: 2, alerting: false })
+    const three = driftReport(baseline, new Set(), [counts(shifted, 70), counts(shifted, 85), counts(shifted, 100)])
+    expect(three.features[0]).toMatchObject({ consecutive_critical: 3, alerting: true })
+    expect(three.features[1]).toMatchObject({ consecutive_critical: 0, alerting: false })
+  })
+
+  it('makes the dataset critical when 30% of features are, or any important one is', () => {
+    // 1 of 2 features is 50% ≥ 30%.
+    expect(driftReport(baseline, new Set(), [counts(shifted)]).dataset).toMatchObject({ verdict: 'critical', critical_features: ['x'] })
+    // With a third feature-free view: an important feature alone suffices, an unimportant one alone does not at 1/4.
+    const wide: Baseline = { ...baseline, features: [...baseline.features, { ...baseline.features[1], name: 'd' }, { ...baseline.features[1], name: 'e' }] }
+    const wideCounts = (w: Window): DriftCounts => {
+      const base = counts(w)
+      return { ...base, features: [...base.features, { ...base.features[1], name: 'd' }, { ...base.features[1], name: 'e' }] }
+    }
+    expect(driftReport(wide, new Set(), [wideCounts(shifted)]).dataset.verdict).toBe('warning')
+    expect(driftReport(wide, new Set(['x']), [wideCounts(shifted)]).dataset.verdict).toBe('critical')
+  })
+
+  it('reports the missing-rate delta, the prediction verdict and the health numbers', () => {
+    const missing = driftReport(baseline, new Set(), [counts({ x: [150, 0, 250, 350, 250, 0], c: [0, 600, 380, 20, 0], p: [400, 600], requests: 20, errors: 3 })])
+    expect(missing.features[0].missing_rate).toEqual({ reference: 0, observed: 0.15, delta: 0.15 })
+    expect(missing.features[0].verdict).toBe('critical')
+    expect(missing.prediction.verdict).toBe('critical')
+    expect(missing.health).toMatchObject({ requests: 20, errors: 3, error_rate: 0.15 })
+    // 50 of 100 requests under 1 ms, so the median is the first bound; p95 lies in the third bucket.
+    expect(missing.health.p50_ms).toBeCloseTo(1, 9)
+    expect(missing.health.p95_ms).toBeCloseTo((2000 + 2000 * 0.5) / 1000, 9)
+  })
+})
