@@ -15,6 +15,7 @@ import { traceContext } from './middleware/trace-context.ts'
 import { requireJson } from './middleware/require-json.ts'
 import { route } from './middleware/route.ts'
 import { validate } from './middleware/validate.ts'
+import { MemoryNormalizationMetrics, normalizationExposition } from './metrics/normalization-metrics.ts'
 import { notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
 import { stage } from './tracing.ts'
@@ -82,11 +83,17 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
   // Entity features: Upstash when configured, else the embedded demo store; one per isolate.
   const features = featureStoreResolver()
   const transport = (c: Context<AppEnv>) => services(c).transport
+  // Services a test builds without counters still count, in this isolate.
+  const isolateNormalization = new MemoryNormalizationMetrics()
+  const normalizationOf = (c: Context<AppEnv>) => services(c).normalization ?? isolateNormalization
 
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
   const document = openApiDocument()
   app.get('/openapi.json', (c) => c.json(document))
-  app.use('/v1/models/:model/rollout', admins, limited)
+  app.get('/metrics', admins, limited, async (c) =>
+    c.body(normalizationExposition(await normalizationOf(c).totals()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
+  )
+  app.use('/v1/models/:model/rollout/*', admins, limited)
   app.route('/', rolloutRoutes({ services }))
   app.get('/v1/models', callers, limited)
   app.get('/v1/models/:model', callers, limited)
@@ -98,7 +105,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
     '/v1/models/:model/predict',
     callers,
     limited,
-    stage('normalize', normalize({ specFor })),
+    stage('normalize', normalize({ specFor, metrics: normalizationOf })),
     stage('validate', async function validateInstances(c, next) {
       return validatorFor(maxInstances(c))(c, next)
     }),

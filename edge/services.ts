@@ -2,6 +2,7 @@ import { Redis } from '@upstash/redis'
 import type { Context } from 'hono'
 import type { KeyStore } from './auth/key-store.ts'
 import { UpstashKeyStore } from './auth/upstash-key-store.ts'
+import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './metrics/normalization-metrics.ts'
 import { ModelCatalog } from './catalog/model-catalog.ts'
 import type { AppEnv, Bindings } from './env.ts'
 import { FallbackTransport } from './forward/fallback-transport.ts'
@@ -20,6 +21,8 @@ export interface EdgeServices {
   rollouts: RolloutStore
   /** Rate limits shared by every isolate (Redis); absent, each isolate limits on its own. */
   limiter?: RateLimiter
+  /** Input fixes per API key: shared through Redis when configured. */
+  normalization?: NormalizationMetrics
   /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
   keys?: KeyStore
 }
@@ -58,6 +61,7 @@ export const createServices = (env: Bindings): EdgeServices => {
     catalog: new ModelCatalog({ transport }),
     rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
     ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis) } : {}),
+    normalization: redis ? new UpstashNormalizationMetrics(redis) : new MemoryNormalizationMetrics(),
   }
 }
 

@@ -1,6 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { FeatureSpec } from '../../shared/feature-spec.ts'
+import { inBackground } from '../background.ts'
 import type { AppEnv } from '../env.ts'
+import type { NormalizationMetrics } from '../metrics/normalization-metrics.ts'
 import { parseJsonBody } from '../normalize/json-error.ts'
 import { normalizeBody } from '../normalize/normalize.ts'
 import { Problem } from '../problem.ts'
@@ -26,14 +28,17 @@ export const modelFrom = (c: Context<AppEnv>, modelOf: ModelOf, who: string): st
 export interface NormalizeOptions {
   specFor: SpecFor
   modelOf?: ModelOf
+  /** Where fixes are counted per API key (requests without fixes are not recorded). */
+  metrics?: (c: Context<AppEnv>) => NormalizationMetrics
 }
 
 /**
  * Parses the JSON body (malformed → 400 with line, column and position), applies the repairs of
  * `normalizeBody` against the model's feature spec, and hands the result on as `body`, with the
- * fix count in `normalizedFixes` and `X-Input-Normalized`. Ambiguous values → 400 naming each field.
+ * fix count in `normalizedFixes` and `X-Input-Normalized`, and counted per API key in `metrics`.
+ * Ambiguous values → 400 naming each field.
  */
-export const normalize = ({ specFor, modelOf = modelParam }: NormalizeOptions): MiddlewareHandler<AppEnv> =>
+export const normalize = ({ specFor, modelOf = modelParam, metrics }: NormalizeOptions): MiddlewareHandler<AppEnv> =>
   async function normalize(c, next) {
     const model = modelFrom(c, modelOf, 'normalize')
     // The spec first: an unknown model is a 404 whatever the body looks like.
@@ -49,6 +54,13 @@ export const normalize = ({ specFor, modelOf = modelParam }: NormalizeOptions): 
     c.set('body', body)
     c.set('normalizedFixes', fixes)
     c.header(INPUT_NORMALIZED_HEADER, String(fixes))
+    const caller = c.get('caller')
+    if (fixes > 0 && caller && metrics) {
+      // Counting must neither delay nor fail the request it counts.
+      inBackground(c, metrics(c).record(caller.name, fixes).catch((err: unknown) => {
+        console.log(JSON.stringify({ level: 'warn', msg: 'normalization fixes not counted', key: caller.name, error: err instanceof Error ? err.message : String(err) }))
+      }))
+    }
     await next()
     // A later refusal is rendered by onError into a fresh response: say it there too (client bugs
     // show best next to the 400 they cause). Immutable headers (a raw fetch Response) are left be.

@@ -3,6 +3,7 @@ import { encodeInstance, specWidth } from '../../shared/feature-spec.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../shared/protocol.ts'
 import type { ModelDescription } from '../catalog/model-catalog.ts'
+import { inBackground } from '../background.ts'
 import type { AppEnv } from '../env.ts'
 import type { InferCall, Transport } from '../forward/transport.ts'
 import { dedupeInstances } from '../normalize/dedupe.ts'
@@ -45,15 +46,6 @@ const predictionsOf = (response: InferResponse, model: ModelDescription, rows: n
     throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${rows} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
   }
   return Array.from({ length: rows }, (_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
-}
-
-/** Work that must not delay the response: Workers keep it alive with waitUntil; elsewhere it just runs. */
-const inBackground = (c: Context<AppEnv>, work: Promise<void>): void => {
-  try {
-    c.executionCtx.waitUntil(work)
-  } catch {
-    void work
-  }
 }
 
 /**
