@@ -31,6 +31,21 @@ export interface Bindings {
   /** Secrets: explicit credentials for the Lambda client (Workers have no ambient AWS identity). */
   AWS_ACCESS_KEY_ID?: string
   AWS_SECRET_ACCESS_KEY?: string
+  /** Where each rollout controller decision is POSTed as JSON; unset posts nothing. */
+  ALERT_WEBHOOK_URL?: string
+  /** Rollout controller thresholds (edge/controller/config.ts has the meaning and default of each). */
+  CONTROLLER_STEPS?: string
+  CONTROLLER_DWELL_MINUTES?: string
+  CONTROLLER_MIN_ROWS?: string
+  CONTROLLER_MIN_REQUESTS?: string
+  CONTROLLER_ERROR_RATE_MARGIN?: string
+  CONTROLLER_PSI_WARNING?: string
+  CONTROLLER_PSI_CRITICAL?: string
+  CONTROLLER_CRITICAL_WINDOWS?: string
+  CONTROLLER_CLEAN_WINDOWS?: string
+  CONTROLLER_P95_RATIO?: string
+  CONTROLLER_P95_SLACK_MS?: string
+  CONTROLLER_MAX_WINDOW_MINUTES?: string
 }
 
 /** An authenticated caller, as the auth middleware resolved it (never the key itself). */

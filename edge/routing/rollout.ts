@@ -1,6 +1,30 @@
 import { z } from 'zod'
 import { BUCKETS, stickyBucket } from '../../shared/sticky-hash.ts'
 
+const variantName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
+
+/**
+ * A canary the controller drives: its arm's weight is stepped up while it stays healthy, then it
+ * is promoted into the baseline arm, or rolled back to 0. Starting one is a PUT with this object
+ * and the canary arm at its first weight (e.g. 1); the rest is the controller's bookkeeping.
+ */
+const canarySchema = z.strictObject({
+  /** The arm under test. */
+  variant: variantName,
+  /** The arm it is compared against and takes weight from; it becomes the canary's version on promotion. */
+  baseline_variant: variantName,
+  /** When the current weight was set (epoch ms); a PUT without it starts the step now. */
+  step_started_at: z.number().int().nonnegative().default(() => Date.now()),
+  /** Critical prediction-drift windows since the last clean one. */
+  critical_streak: z.number().int().nonnegative().default(0),
+  /** Clean windows in this step, counted only as far as stepping needs. */
+  clean_streak: z.number().int().nonnegative().default(0),
+  /** Reason of the newest recorded hold or alert, so a repeat of it is neither recorded nor posted. */
+  last_reason: z.string().max(500).optional(),
+})
+
+export type Canary = z.infer<typeof canarySchema>
+
 /**
  * How a model's traffic is split: arms with weights summing to 100 (A/B arms and the canary),
  * which versions a client may pin, and an optional shadow version.
@@ -11,7 +35,7 @@ export const rolloutSchema = z
     salt: z.string().min(1).max(64),
     arms: z
       .array(z.strictObject({
-        variant: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/),
+        variant: variantName,
         version: z.number().int().positive(),
         weight: z.number().min(0).max(100),
       }))
@@ -20,12 +44,25 @@ export const rolloutSchema = z
     /** Versions clients may pin with X-Model-Version; empty means only the arms' versions. */
     pinnable: z.array(z.number().int().positive()).default([]),
     shadow: z.strictObject({ version: z.number().int().positive(), percent: z.number().min(0).max(100) }).optional(),
+    canary: canarySchema.optional(),
   })
   .superRefine((r, ctx) => {
     const total = r.arms.reduce((n, a) => n + a.weight, 0)
     if (Math.abs(total - 100) > 1e-9) ctx.addIssue({ code: 'custom', path: ['arms'], message: `weights sum to ${total}, not 100` })
     const names = new Set(r.arms.map((a) => a.variant))
     if (names.size !== r.arms.length) ctx.addIssue({ code: 'custom', path: ['arms'], message: 'variant names must be unique' })
+    if (r.canary) {
+      const { variant, baseline_variant } = r.canary
+      const canary = r.arms.find((a) => a.variant === variant)
+      const baseline = r.arms.find((a) => a.variant === baseline_variant)
+      if (!canary) ctx.addIssue({ code: 'custom', path: ['canary', 'variant'], message: `no arm is named "${variant}"` })
+      if (!baseline) ctx.addIssue({ code: 'custom', path: ['canary', 'baseline_variant'], message: `no arm is named "${baseline_variant}"` })
+      if (!canary || !baseline) return
+      if (variant === baseline_variant) ctx.addIssue({ code: 'custom', path: ['canary'], message: 'the canary and its baseline must be different arms' })
+      else if (canary.version === baseline.version) ctx.addIssue({ code: 'custom', path: ['canary'], message: `the canary and its baseline both serve version ${canary.version}` })
+      // Every verdict compares the two arms on the same traffic: the baseline must keep some.
+      if (baseline.weight <= 0) ctx.addIssue({ code: 'custom', path: ['canary', 'baseline_variant'], message: 'the baseline arm needs a weight above 0 to compare the canary against' })
+    }
   })
 
 export type Rollout = z.infer<typeof rolloutSchema>
@@ -57,3 +94,13 @@ export const pinnable = (rollout: Rollout): Set<number> => new Set([...rollout.p
 /** Whether this request also goes to the shadow version (decided on the same sticky key). */
 export const inShadow = (rollout: Rollout, key: string): boolean =>
   rollout.shadow !== undefined && stickyBucket(`${rollout.salt}:shadow`, key) < (rollout.shadow.percent / 100) * BUCKETS
+
+export type Arm = Rollout['arms'][number]
+
+/** The canary's arm and its baseline's, when the rollout runs a canary. */
+export const canaryArms = (rollout: Rollout): { canary: Arm; baseline: Arm; state: Canary } | undefined => {
+  const state = rollout.canary
+  const canary = rollout.arms.find((a) => a.variant === state?.variant)
+  const baseline = rollout.arms.find((a) => a.variant === state?.baseline_variant)
+  return state && canary && baseline ? { canary, baseline, state } : undefined
+}

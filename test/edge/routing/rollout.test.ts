@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { assignArm, inShadow, pinnable, rolloutSchema, type Rollout } from '../../../edge/routing/rollout.ts'
+import { assignArm, canaryArms, inShadow, pinnable, rolloutSchema, type Rollout } from '../../../edge/routing/rollout.ts'
 
 const rollout: Rollout = rolloutSchema.parse({
   salt: 'credit-risk-exp',
@@ -62,5 +62,30 @@ describe('sticky arm assignment', () => {
     expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 60 }] }).error?.issues[0].message).toMatch(/sum to 60/)
     expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 50 }, { variant: 'a', version: 2, weight: 50 }] }).success).toBe(false)
     expect(rolloutSchema.safeParse({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 100 }], extra: 1 }).success).toBe(false)
+  })
+})
+
+describe('canary in a rollout', () => {
+  const arms = [{ variant: 'stable', version: 2, weight: 99 }, { variant: 'canary', version: 3, weight: 1 }]
+  const issues = (canary: Record<string, unknown>, withArms: unknown = arms) =>
+    rolloutSchema.safeParse({ salt: 's', arms: withArms, canary }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)
+
+  it('starts a canary from just its arms, the step starting at parse time with empty streaks', () => {
+    const before = Date.now()
+    const parsed = rolloutSchema.parse({ salt: 's', arms, canary: { variant: 'canary', baseline_variant: 'stable' } })
+    expect(parsed.canary).toMatchObject({ variant: 'canary', baseline_variant: 'stable', critical_streak: 0, clean_streak: 0 })
+    expect(parsed.canary!.step_started_at).toBeGreaterThanOrEqual(before)
+    expect(canaryArms(parsed)).toMatchObject({ canary: arms[1], baseline: arms[0] })
+    expect(canaryArms(rolloutSchema.parse({ salt: 's', arms }))).toBeUndefined()
+  })
+
+  it('refuses a canary naming unknown, identical or same-version arms, or a baseline without traffic', () => {
+    expect(issues({ variant: 'nope', baseline_variant: 'stable' })).toEqual(['canary.variant: no arm is named "nope"'])
+    expect(issues({ variant: 'canary', baseline_variant: 'canary' })).toEqual(['canary: the canary and its baseline must be different arms'])
+    expect(issues({ variant: 'canary', baseline_variant: 'stable' }, [{ variant: 'stable', version: 2, weight: 99 }, { variant: 'canary', version: 2, weight: 1 }]))
+      .toEqual(['canary: the canary and its baseline both serve version 2'])
+    expect(issues({ variant: 'canary', baseline_variant: 'stable' }, [{ variant: 'stable', version: 2, weight: 0 }, { variant: 'canary', version: 3, weight: 100 }]))
+      .toEqual(['canary.baseline_variant: the baseline arm needs a weight above 0 to compare the canary against'])
+    expect(issues({ variant: 'canary', baseline_variant: 'stable', critical_streak: -1 })?.[0]).toMatch(/^canary.critical_streak/)
   })
 })

@@ -1,0 +1,55 @@
+import type { Action, DecisionNumbers } from './policy.ts'
+
+/** One change to a model's rollout: a controller decision or an admin's PUT. */
+export interface HistoryEntry {
+  /** Unique per entry, so a receiver can drop a webhook delivery it already has. */
+  id: string
+  model: string
+  /** ISO 8601. */
+  time: string
+  /** "controller", or the name of the admin key that made a manual change. */
+  actor: string
+  action: Action | 'manual'
+  /** The canary arm's variant and weights before and after; null for a manual change without a canary. */
+  variant: string | null
+  from_weight: number | null
+  to_weight: number | null
+  reason: string
+  /** The rollout revision this entry produced. */
+  revision: number
+  /** The windows behind a controller decision. */
+  numbers?: DecisionNumbers
+}
+
+/** Where the history lives: in the isolate by default, a capped Redis list when configured. */
+export interface HistoryStore {
+  append(entry: HistoryEntry): Promise<void>
+  /** Newest first. */
+  list(model: string, limit: number): Promise<HistoryEntry[]>
+}
+
+/** Entries kept per model; older ones are dropped. */
+export const HISTORY_CAP = 500
+
+export class MemoryHistoryStore implements HistoryStore {
+  private readonly entries = new Map<string, HistoryEntry[]>()
+
+  constructor(private readonly cap = HISTORY_CAP) {}
+
+  async append(entry: HistoryEntry): Promise<void> {
+    const list = this.entries.get(entry.model) ?? []
+    list.unshift(entry)
+    list.length = Math.min(list.length, this.cap)
+    this.entries.set(entry.model, list)
+  }
+
+  async list(model: string, limit: number): Promise<HistoryEntry[]> {
+    return (this.entries.get(model) ?? []).slice(0, limit)
+  }
+}
+
+/**
+ * The history store of a set of services. Services built without one (benchmarks, tests) get an
+ * isolate-local store, kept on the object so the routes and the controller share it.
+ */
+export const historyOf = (services: { history?: HistoryStore }): HistoryStore => (services.history ??= new MemoryHistoryStore())

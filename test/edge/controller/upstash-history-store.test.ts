@@ -1,0 +1,50 @@
+import { Redis } from '@upstash/redis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryHistoryStore, type HistoryEntry } from '../../../edge/controller/history-store.ts'
+import { UpstashHistoryStore } from '../../../edge/controller/upstash-history-store.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
+import { startRedisServer, type RedisServer } from '../../infra/support/redis-server.ts'
+
+const TOKEN = 'history-store-test-token'
+let redis: RedisServer
+let adapter: UpstashAdapter
+let client: Redis
+
+const entry = (model: string, n: number): HistoryEntry => ({
+  id: `id-${n}`,
+  model,
+  time: new Date(Date.UTC(2026, 0, 1, 0, n)).toISOString(),
+  actor: 'controller',
+  action: 'hold',
+  variant: 'canary',
+  from_weight: 1,
+  to_weight: 1,
+  reason: `reason ${n}`,
+  revision: n,
+})
+
+beforeAll(async () => {
+  redis = await startRedisServer()
+  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN })
+  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false })
+})
+
+afterAll(async () => {
+  await adapter?.close()
+  await redis?.stop()
+})
+
+describe.each([
+  ['UpstashHistoryStore on a real redis-server', () => new UpstashHistoryStore(client, 5)],
+  ['MemoryHistoryStore', () => new MemoryHistoryStore(5)],
+])('%s', (_name, create) => {
+  it('lists newest first, per model, capped', async () => {
+    const store = create()
+    const model = `m-${Math.random().toString(36).slice(2)}`
+    for (let n = 1; n <= 7; n++) await store.append(entry(model, n))
+    await store.append(entry(`${model}-other`, 99))
+    expect((await store.list(model, 100)).map((e) => e.id)).toEqual(['id-7', 'id-6', 'id-5', 'id-4', 'id-3'])
+    expect(await store.list(model, 2)).toEqual([entry(model, 7), entry(model, 6)])
+    expect(await store.list('never-seen', 10)).toEqual([])
+  })
+})
