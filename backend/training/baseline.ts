@@ -1,18 +1,19 @@
-import type { FeatureSpec, FeatureValue } from '../../shared/feature-spec.ts'
+import type { Feature, FeatureSpec, FeatureValue } from '../../shared/feature-spec.ts'
 import { UNSEEN_CATEGORY } from '../../shared/feature-spec.ts'
+import { calibrateThresholds, heldOutWindows, type DriftThresholds } from './drift-thresholds.ts'
 
 /**
  * `baseline.json`: the reference distributions a model version ships with. The monitor counts live
  * traffic into exactly these bins and compares, so the bin rule here is the monitor's bin rule.
  */
 
-export const BASELINE_FORMAT = 1
+export const BASELINE_FORMAT = 2
 export const OTHER_CATEGORY = '__other__'
 const BINS = 20
 /** Categories rarer than this, together, fold into `__other__`. */
 const CATEGORY_COVERAGE = 0.99
 
-export interface NumericBaseline {
+export interface NumericBins {
   name: string
   kind: 'numeric'
   /** Ascending, unique; `edges.length + 1` bins. */
@@ -20,31 +21,53 @@ export interface NumericBaseline {
   counts: number[]
   min: number
   max: number
+  /** Rows without a value. */
+  missing: number
   missing_rate: number
 }
 
-export interface CategoricalBaseline {
+export interface CategoricalBins {
   name: string
   kind: 'categorical'
   /** By descending count; the rest of the known categories count as `__other__`. */
   categories: string[]
   counts: Record<string, number>
+  missing: number
   missing_rate: number
 }
+
+export type NumericBaseline = NumericBins & { thresholds: DriftThresholds }
+export type CategoricalBaseline = CategoricalBins & { thresholds: DriftThresholds }
+export type FeatureBaseline = NumericBaseline | CategoricalBaseline
 
 export interface Baseline {
   format: typeof BASELINE_FORMAT
   model: string
   version: number
   rows: number
-  features: (NumericBaseline | CategoricalBaseline)[]
+  features: FeatureBaseline[]
   prediction: {
     /** Over the probability of the positive label (labels[1]). */
     edges: number[]
     counts: number[]
     class_counts: Record<string, number>
+    thresholds: DriftThresholds
   }
 }
+
+/**
+ * A feature's reference counts in the layout every PSI over it uses: missing first, then
+ * numeric: the `edges.length + 1` bins (live values below `min` or above `max` count into the
+ * first or last bin, so there is no out-of-range cell);
+ * categorical: the listed categories in baseline order, `__other__`, `__unseen__`.
+ */
+export const psiReference = (feature: NumericBins | CategoricalBins): number[] =>
+  feature.kind === 'numeric'
+    ? [feature.missing, ...feature.counts]
+    : [feature.missing, ...[...feature.categories, OTHER_CATEGORY, UNSEEN_CATEGORY].map((c) => feature.counts[c])]
+
+/** The prediction histogram's reference counts: its bins, no missing cell. */
+export const predictionReference = (baseline: Baseline): number[] => [...baseline.prediction.counts]
 
 /** Bin of `value`: the number of edges at or below it, so a value on an edge goes to the upper bin. */
 export const binIndex = (edges: readonly number[], value: number): number => {
@@ -77,80 +100,136 @@ export const quantileEdges = (sorted: readonly number[], bins = BINS): number[] 
   return edges
 }
 
-const numericBaseline = (name: string, values: readonly (FeatureValue | undefined)[]): NumericBaseline => {
-  const present = values.filter((v) => v !== undefined).map(Number)
-  if (present.length === 0) throw new Error(`feature "${name}" has no values to take a baseline from`)
-  const sorted = present.toSorted((a, b) => a - b)
+type Column = readonly (FeatureValue | undefined)[]
+
+const presentNumbers = (values: Column): number[] => values.filter((v) => v !== undefined).map(Number)
+
+/** `values` in the numeric PSI layout over fixed edges. */
+const numericLayout = (edges: readonly number[], values: Column): number[] => {
+  const present = presentNumbers(values)
+  return [values.length - present.length, ...histogram(edges, present)]
+}
+
+const numericBins = (name: string, values: Column): NumericBins => {
+  const sorted = presentNumbers(values).sort((a, b) => a - b)
+  if (sorted.length === 0) throw new Error(`feature "${name}" has no values to take a baseline from`)
   const edges = quantileEdges(sorted)
+  const [missing, ...counts] = numericLayout(edges, values)
   return {
     name,
     kind: 'numeric',
     edges,
-    counts: histogram(edges, present),
+    counts,
     min: sorted[0],
     max: sorted[sorted.length - 1],
-    missing_rate: (values.length - present.length) / values.length,
+    missing,
+    missing_rate: missing / values.length,
   }
 }
 
-const categoricalBaseline = (
-  name: string, known: readonly string[], values: readonly (FeatureValue | undefined)[], rankByCount: boolean,
-): CategoricalBaseline => {
-  const seen = new Map<string, number>(known.map((c) => [c, 0]))
+interface Tally {
+  missing: number
+  /** Every known category, counted or 0. */
+  known: Map<string, number>
+  unseen: number
+}
+
+const tally = (known: readonly string[], values: Column): Tally => {
+  const counts = new Map<string, number>(known.map((c) => [c, 0]))
+  let missing = 0
   let unseen = 0
-  let present = 0
   for (const v of values) {
-    if (v === undefined) continue
-    present++
+    if (v === undefined) {
+      missing++
+      continue
+    }
     const key = String(v)
-    const n = seen.get(key)
+    const n = counts.get(key)
     if (n === undefined) unseen++
-    else seen.set(key, n + 1)
+    else counts.set(key, n + 1)
   }
+  return { missing, known: counts, unseen }
+}
+
+/** A tally in the categorical PSI layout: known categories not `listed` make up `__other__`. */
+const categoricalLayout = (listed: readonly string[], { missing, known, unseen }: Tally): number[] => {
+  const cells = listed.map((c) => known.get(c) ?? 0)
+  const listedTotal = cells.reduce((sum, n) => sum + n, 0)
+  const knownTotal = [...known.values()].reduce((sum, n) => sum + n, 0)
+  return [missing, ...cells, knownTotal - listedTotal, unseen]
+}
+
+const categoricalBins = (name: string, known: readonly string[], values: Column, rankByCount: boolean): CategoricalBins => {
+  const counted = tally(known, values)
+  const count = (c: string): number => counted.known.get(c) ?? 0
+  const knownTotal = values.length - counted.missing - counted.unseen
   // Stable sort: equal counts keep spec order, so the result never depends on the sample's order.
-  const ranked = rankByCount ? known.toSorted((a, b) => (seen.get(b) ?? 0) - (seen.get(a) ?? 0)) : [...known]
+  const ranked = rankByCount ? known.toSorted((a, b) => count(b) - count(a)) : [...known]
   const categories: string[] = []
   let covered = 0
   for (const c of ranked) {
-    if (rankByCount && covered >= CATEGORY_COVERAGE * (present - unseen)) break
+    if (rankByCount && covered >= CATEGORY_COVERAGE * knownTotal) break
     categories.push(c)
-    covered += seen.get(c) ?? 0
+    covered += count(c)
   }
-  const counts: Record<string, number> = {}
-  for (const c of categories) counts[c] = seen.get(c) ?? 0
-  counts[OTHER_CATEGORY] = present - unseen - covered
-  counts[UNSEEN_CATEGORY] = unseen
-  return { name, kind: 'categorical', categories, counts, missing_rate: (values.length - present) / values.length }
+  const [missing, ...cells] = categoricalLayout(categories, counted)
+  const keys = [...categories, OTHER_CATEGORY, UNSEEN_CATEGORY]
+  const counts = Object.fromEntries(keys.map((c, i) => [c, cells[i]]))
+  return { name, kind: 'categorical', categories, counts, missing, missing_rate: missing / values.length }
 }
+
+/** Booleans bin as the two categories "false" and "true", always both, in that order. */
+const BOOLEAN_CATEGORIES = ['false', 'true']
+
+/** The feature's bins from the counted rows, with levels calibrated on the held-out windows. */
+const featureBaseline = (f: Feature, values: Column, windows: readonly Column[]): FeatureBaseline => {
+  const categorical = (known: readonly string[], rankByCount: boolean): CategoricalBaseline => {
+    const bins = categoricalBins(f.name, known, values, rankByCount)
+    const windowCounts = windows.map((w) => categoricalLayout(bins.categories, tally(known, w)))
+    return { ...bins, thresholds: calibrateThresholds(psiReference(bins), windowCounts) }
+  }
+  switch (f.type) {
+    case 'number':
+    case 'integer': {
+      const bins = numericBins(f.name, values)
+      return { ...bins, thresholds: calibrateThresholds(psiReference(bins), windows.map((w) => numericLayout(bins.edges, w))) }
+    }
+    case 'boolean':
+      return categorical(BOOLEAN_CATEGORIES, false)
+    case 'category':
+      return categorical(f.categories, true)
+  }
+}
+
+type Instance = Readonly<Record<string, FeatureValue>>
 
 export interface BaselineInput {
   model: string
   version: number
   spec: FeatureSpec
-  instances: readonly Readonly<Record<string, FeatureValue>>[]
+  instances: readonly Instance[]
   /** The model's probability of labels[1] for each instance. */
   positive: ArrayLike<number>
   labels: readonly [string, string]
   threshold: number
+  /**
+   * Rows from the same distribution that the counts leave out, with the model's probability of
+   * labels[1] for each: cut into monitoring windows, they show how far PSI moves without drift.
+   */
+  heldOut: { instances: readonly Instance[]; positive: ArrayLike<number> }
 }
 
-export const computeBaseline = ({ model, version, spec, instances, positive, labels, threshold }: BaselineInput): Baseline => {
+export const computeBaseline = ({ model, version, spec, instances, positive, labels, threshold, heldOut }: BaselineInput): Baseline => {
+  const heldOutRows = heldOutWindows(heldOut.instances)
   const features = spec.features.map((f) => {
-    const values = instances.map((instance) => instance[f.name])
-    switch (f.type) {
-      case 'number':
-      case 'integer':
-        return numericBaseline(f.name, values)
-      case 'boolean':
-        // Booleans bin as the two categories "false" and "true", always both, in that order.
-        return categoricalBaseline(f.name, ['false', 'true'], values, false)
-      case 'category':
-        return categoricalBaseline(f.name, f.categories, values, true)
-    }
+    const column = (rows: readonly Instance[]): Column => rows.map((instance) => instance[f.name])
+    return featureBaseline(f, column(instances), heldOutRows.map(column))
   })
   const predictionEdges = Array.from({ length: BINS - 1 }, (_, k) => (k + 1) / BINS)
   const scores = Array.from(positive)
   const high = scores.filter((p) => p >= threshold).length
+  const counts = histogram(predictionEdges, scores)
+  const heldOutScores = heldOutWindows(Array.from(heldOut.positive))
   return {
     format: BASELINE_FORMAT,
     model,
@@ -159,8 +238,9 @@ export const computeBaseline = ({ model, version, spec, instances, positive, lab
     features,
     prediction: {
       edges: predictionEdges,
-      counts: histogram(predictionEdges, scores),
+      counts,
       class_counts: { [labels[0]]: scores.length - high, [labels[1]]: high },
+      thresholds: calibrateThresholds(counts, heldOutScores.map((w) => histogram(predictionEdges, w))),
     },
   }
 }

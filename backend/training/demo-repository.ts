@@ -5,6 +5,7 @@ import { specWidth } from '../../shared/feature-spec.ts'
 import { creditRiskSpec, creditRiskSpecInput, generateApplicants } from './applicants.ts'
 import { computeBaseline } from './baseline.ts'
 import { applyScaling, encodeRows, fitScaling, type Matrix } from './dataset.ts'
+import { WINDOW } from './drift-thresholds.ts'
 import { binaryMetrics, constantMetrics, positiveRate, type BinaryMetrics } from './metrics.ts'
 import { predict, train, type TrainOptions } from './mlp.ts'
 import { networkToOnnx, type GraphNames } from './onnx-writer.ts'
@@ -18,6 +19,11 @@ const LABELS = ['low_risk', 'high_risk'] as const
 const THRESHOLD = 0.5
 const NAMES: GraphNames = { name: DEMO_MODEL, input: creditRiskSpec.input, output: 'probabilities' }
 const TRAIN_ROWS = 16_000
+/**
+ * Drawn after the training rows from the same stream, so training is unchanged by them: monitoring
+ * windows of undrifted data that calibrate the baseline's drift levels.
+ */
+const HELD_OUT_ROWS = 100 * WINDOW
 /** One holdout for every version, drawn apart from all training samples, so versions compare on the same rows. */
 const HOLDOUT = { rows: 4_000, seed: 100 }
 const WIDTH = specWidth(creditRiskSpec)
@@ -85,7 +91,10 @@ interface Holdout {
 }
 
 const buildVersion = async (outDir: string, recipe: Recipe, holdout: Holdout): Promise<VersionSummary> => {
-  const { applicants, labels } = generateApplicants(TRAIN_ROWS, recipe.dataSeed)
+  const sample = generateApplicants(TRAIN_ROWS + HELD_OUT_ROWS, recipe.dataSeed)
+  const applicants = sample.applicants.slice(0, TRAIN_ROWS)
+  const labels = sample.labels.subarray(0, TRAIN_ROWS)
+  const heldOut = sample.applicants.slice(TRAIN_ROWS)
   const x = encodeRows(creditRiskSpec, applicants)
 
   const scaling = fitScaling(creditRiskSpec, x)
@@ -107,6 +116,7 @@ const buildVersion = async (outDir: string, recipe: Recipe, holdout: Holdout): P
     positive: positiveColumn(predict(network, x)),
     labels: LABELS,
     threshold: THRESHOLD,
+    heldOut: { instances: heldOut, positive: positiveColumn(predict(network, encodeRows(creditRiskSpec, heldOut))) },
   })
   const metrics = {
     model: DEMO_MODEL,

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { binIndex, computeBaseline, quantileEdges } from '../../../backend/training/baseline.ts'
+import {
+  binIndex, computeBaseline, predictionReference, psiReference, quantileEdges,
+} from '../../../backend/training/baseline.ts'
+import { chiSquareQuantile } from '../../../shared/drift/statistics.ts'
 import { featureSpec, type FeatureValue } from '../../../shared/feature-spec.ts'
 
 describe('binIndex', () => {
@@ -37,16 +40,22 @@ describe('computeBaseline', () => {
     ],
   })
   // 200 rows: c is mostly "b", 1 "rare" (0.5% → __other__), 1 unknown value (→ __unseen__); n missing twice.
-  const instances = Array.from({ length: 200 }, (_, i): Record<string, FeatureValue> => {
+  const row = (i: number): Record<string, FeatureValue> => {
     const c = i === 0 ? 'rare' : i === 1 ? 'zzz' : i % 4 === 0 ? 'a' : 'b'
     return i < 2 ? { c, flag: i % 2 === 0 } : { n: i, c, flag: i % 2 === 0 }
-  })
+  }
+  const instances = Array.from({ length: 200 }, (_, i) => row(i))
   const positive = Array.from({ length: 200 }, (_, i) => i / 200)
-  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5 })
+  // 40 windows of 1000 that repeat the counted rows exactly: PSI 0 in every one.
+  const heldOut = {
+    instances: Array.from({ length: 40_000 }, (_, i) => row(i % 200)),
+    positive: Array.from({ length: 40_000 }, (_, i) => (i % 200) / 200),
+  }
+  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut })
 
   it('bins numbers at their quantiles and records range and missing rate', () => {
     const [n] = baseline.features
-    expect(n).toMatchObject({ name: 'n', kind: 'numeric', min: 2, max: 199, missing_rate: 0.01 })
+    expect(n).toMatchObject({ name: 'n', kind: 'numeric', min: 2, max: 199, missing: 2, missing_rate: 0.01 })
     if (n.kind !== 'numeric') throw new Error('expected numeric')
     expect(n.edges).toHaveLength(19)
     expect(n.counts.reduce((a, b) => a + b, 0)).toBe(198)
@@ -54,30 +63,66 @@ describe('computeBaseline', () => {
   })
 
   it('keeps categories covering 99% by descending count, folds the rest into __other__', () => {
-    expect(baseline.features[1]).toEqual({
+    const { thresholds, ...c } = baseline.features[1]
+    expect(c).toEqual({
       name: 'c',
       kind: 'categorical',
       categories: ['b', 'a'],
       counts: { b: 149, a: 49, __other__: 1, __unseen__: 1 },
+      missing: 0,
       missing_rate: 0,
     })
     expect(Object.keys(baseline.features[1].counts)).toEqual(['b', 'a', '__other__', '__unseen__'])
   })
 
   it('treats booleans as the categories "false" and "true"', () => {
-    expect(baseline.features[2]).toEqual({
+    const { thresholds, ...flag } = baseline.features[2]
+    expect(flag).toEqual({
       name: 'flag',
       kind: 'categorical',
       categories: ['false', 'true'],
       counts: { false: 100, true: 100, __other__: 0, __unseen__: 0 },
+      missing: 0,
       missing_rate: 0,
     })
   })
 
   it('histograms the positive-class probability in 20 fixed bins and counts predicted classes', () => {
-    expect(baseline).toMatchObject({ format: 1, model: 'm', version: 3, rows: 200 })
+    expect(baseline).toMatchObject({ format: 2, model: 'm', version: 3, rows: 200 })
     expect(baseline.prediction.edges).toEqual([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95])
     expect(baseline.prediction.counts).toEqual(new Array(20).fill(10))
     expect(baseline.prediction.class_counts).toEqual({ no: 100, yes: 100 })
+  })
+
+  it('lays reference counts out as the monitor counts: missing, then the bins', () => {
+    const [n, c, flag] = baseline.features
+    if (n.kind !== 'numeric') throw new Error('expected numeric')
+    expect(psiReference(n)).toEqual([2, ...n.counts])
+    expect(psiReference(n)).toHaveLength(n.edges.length + 2)
+    expect(psiReference(c)).toEqual([0, 149, 49, 1, 1])
+    expect(psiReference(flag)).toEqual([0, 100, 100, 0, 0])
+    expect(predictionReference(baseline)).toEqual(baseline.prediction.counts)
+    for (const f of baseline.features) expect(psiReference(f).reduce((a, b) => a + b, 0)).toBe(200)
+  })
+
+  it('calibrates levels for every feature and the prediction, raised where 200 reference rows are too few', () => {
+    const references = [...baseline.features.map(psiReference), predictionReference(baseline)]
+    const levels = [...baseline.features, baseline.prediction].map((f) => f.thresholds)
+    levels.forEach((thresholds, i) => {
+      const bins = references[i].filter((c) => c > 0).length
+      const bound = (p: number) => (1 / 1000 + 1 / 200) * chiSquareQuantile(p, bins - 1)
+      expect(thresholds).toMatchObject({ statistic: 'psi', window: 1000 })
+      expect(thresholds.no_drift).toMatchObject({ reference_bins: bins, held_out_windows: 40, held_out_mean: 0, held_out_sd: 0 })
+      expect(thresholds.warning).toBeCloseTo(Math.max(0.1, bound(0.99)), 12)
+      expect(thresholds.critical).toBeCloseTo(Math.max(0.2, bound(0.999)), 12)
+    })
+    // n and the prediction have 20 bins: (1/1000 + 1/200)·χ²₀.₉₉(19) ≈ 0.217 is above the 0.1 floor.
+    expect(levels.map((t) => t.warning > 0.1)).toEqual([true, false, false, true])
+  })
+
+  it('refuses held-out rows too few for 40 windows', () => {
+    const short = { instances: heldOut.instances.slice(0, 39_999), positive: heldOut.positive.slice(0, 39_999) }
+    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut: short }))
+      .toThrow(/39 windows of 1000; calibration needs 40/)
   })
 })

@@ -6,8 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelConfig, type ModelConfig } from '../../../backend/repository/model-config.ts'
-import { generateApplicants } from '../../../backend/training/applicants.ts'
+import { generateApplicants, type Applicant } from '../../../backend/training/applicants.ts'
+import { predictionReference, psiReference, type Baseline, type FeatureBaseline } from '../../../backend/training/baseline.ts'
 import { buildDemoRepository, type DemoRepositorySummary } from '../../../backend/training/demo-repository.ts'
+import { chiSquareQuantile, psi } from '../../../shared/drift/statistics.ts'
 import { encodeInstance, specWidth, type FeatureSpec } from '../../../shared/feature-spec.ts'
 
 const committed = fileURLToPath(new URL('../../../models/credit-risk', import.meta.url))
@@ -19,6 +21,31 @@ const listFiles = async (dir: string): Promise<string[]> => {
 
 const readConfig = async (): Promise<ModelConfig> =>
   modelConfig.parse(JSON.parse(await readFile(join(committed, 'config.json'), 'utf8')))
+
+const readBaseline = async (version: number): Promise<Baseline> =>
+  JSON.parse(await readFile(join(committed, String(version), 'baseline.json'), 'utf8'))
+
+/** Counts by "edge goes up": a value on an edge belongs to the bin above it. */
+const binCounts = (edges: readonly number[], values: readonly number[]): number[] => {
+  const counts = new Array<number>(edges.length + 1).fill(0)
+  for (const v of values) counts[edges.filter((e) => e <= v).length]++
+  return counts
+}
+
+/**
+ * Live values counted the way the monitor counts them, written out apart from the builder: missing,
+ * then numeric bins, or listed categories, other known ones, unknown ones.
+ */
+const liveCounts = (f: FeatureBaseline, known: readonly string[], values: readonly unknown[]): number[] => {
+  const present = values.filter((v) => v !== undefined)
+  const missing = values.length - present.length
+  if (f.kind === 'numeric') return [missing, ...binCounts(f.edges, present.map(Number))]
+  const cells = new Array<number>(f.categories.length + 2).fill(0)
+  for (const v of present.map(String)) {
+    cells[f.categories.includes(v) ? f.categories.indexOf(v) : known.includes(v) ? f.categories.length : f.categories.length + 1]++
+  }
+  return [missing, ...cells]
+}
 
 /** Rank AUC written out independently of backend/training/metrics.ts (O(n²) is fine at this size). */
 const pairwiseAuc = (scores: ArrayLike<number>, labels: ArrayLike<number>): number => {
@@ -128,16 +155,14 @@ describe('the committed credit-risk repository', () => {
       const baseline = JSON.parse(await readFile(join(committed, String(version), 'baseline.json'), 'utf8'))
       const metrics = JSON.parse(await readFile(join(committed, String(version), 'metrics.json'), 'utf8'))
       const { applicants } = generateApplicants(metrics.training.rows, metrics.training.data_seed)
-      expect(baseline).toMatchObject({ format: 1, model: 'credit-risk', version, rows: applicants.length })
+      expect(baseline).toMatchObject({ format: 2, model: 'credit-risk', version, rows: applicants.length })
       expect(baseline.features.map((f: { name: string }) => f.name)).toEqual(spec.features.map((f) => f.name))
       for (const f of baseline.features) {
         const values = applicants.map((a) => a[f.name as keyof typeof a])
         if (f.kind === 'numeric') {
           expect(f.edges.length).toBeLessThanOrEqual(19)
           f.edges.forEach((e: number, i: number) => i > 0 && expect(e).toBeGreaterThan(f.edges[i - 1]))
-          const counts = new Array(f.edges.length + 1).fill(0)
-          for (const v of values as number[]) counts[f.edges.filter((e: number) => e <= v).length]++
-          expect(counts, f.name).toEqual(f.counts)
+          expect(binCounts(f.edges, values as number[]), f.name).toEqual(f.counts)
           expect([f.min, f.max]).toEqual([Math.min(...(values as number[])), Math.max(...(values as number[]))])
         } else {
           const counts: Record<string, number> = { __other__: 0, __unseen__: 0 }
@@ -151,7 +176,7 @@ describe('the committed credit-risk repository', () => {
           else expect(f.categories.map((c: string) => f.counts[c])).toEqual(f.categories.map((c: string) => f.counts[c]).sort((a: number, b: number) => b - a))
           expect(f.counts.__other__).toBeLessThanOrEqual(0.01 * applicants.length)
         }
-        expect(f.missing_rate).toBe(0)
+        expect([f.missing, f.missing_rate]).toEqual([0, 0])
       }
       // The prediction histogram is the model's: re-score the training rows in onnxruntime.
       const probabilities = (await score(version, spec, applicants)).data as Float32Array
@@ -167,6 +192,67 @@ describe('the committed credit-risk repository', () => {
       expect(moved).toBeLessThanOrEqual(2)
       expect(Math.abs(baseline.prediction.class_counts.high_risk - high)).toBeLessThanOrEqual(1)
       expect(baseline.prediction.class_counts.low_risk + baseline.prediction.class_counts.high_risk).toBe(applicants.length)
+    }
+  })
+
+  it('has drift levels for every feature and the prediction, at or above the floors and the no-drift bound', async () => {
+    for (const version of [1, 2]) {
+      const baseline = await readBaseline(version)
+      const distributions = [
+        ...baseline.features.map((f) => ({
+          name: f.name, reference: psiReference(f), thresholds: f.thresholds,
+          cells: f.kind === 'numeric' ? f.edges.length + 2 : f.categories.length + 3,
+        })),
+        { name: 'prediction', reference: predictionReference(baseline), thresholds: baseline.prediction.thresholds, cells: 20 },
+      ]
+      for (const { name, reference, thresholds, cells } of distributions) {
+        expect(reference, name).toHaveLength(cells)
+        expect(reference.reduce((a, b) => a + b, 0), name).toBe(baseline.rows)
+        const { warning, critical, no_drift: noDrift } = thresholds
+        expect(thresholds, name).toMatchObject({ statistic: 'psi', window: 1000 })
+        expect(warning, name).toBeGreaterThanOrEqual(0.1)
+        expect(critical, name).toBeGreaterThanOrEqual(0.2)
+        expect(critical, name).toBeGreaterThan(warning)
+        const bins = reference.filter((c) => c > 0).length
+        const bound = (p: number): number => (1 / 1000 + 1 / baseline.rows) * chiSquareQuantile(p, bins - 1)
+        expect(noDrift.reference_bins, name).toBe(bins)
+        expect(noDrift.analytic_p99, name).toBeCloseTo(bound(0.99), 12)
+        expect(noDrift.analytic_p999, name).toBeCloseTo(bound(0.999), 12)
+        expect(noDrift.held_out_windows, name).toBeGreaterThanOrEqual(40)
+        expect(warning, name).toBeGreaterThanOrEqual(Math.max(noDrift.analytic_p99, noDrift.held_out_mean + 3 * noDrift.held_out_sd))
+        expect(critical, name).toBeGreaterThanOrEqual(Math.max(noDrift.analytic_p999, noDrift.held_out_mean + 5 * noDrift.held_out_sd))
+      }
+    }
+  })
+
+  it('scores a fresh window of 1000 applicants below warning, and a shifted income above critical', async () => {
+    const spec = (await readConfig()).features!
+    const fresh = generateApplicants(1000, 4_243).applicants
+    const known = (name: string): readonly string[] => {
+      const f = spec.features.find((s) => s.name === name)!
+      return f.type === 'category' ? f.categories : ['false', 'true']
+    }
+    const scoreFeatures = (baseline: Baseline, rows: readonly Applicant[]) =>
+      baseline.features.map((f) => ({
+        name: f.name,
+        psi: psi(psiReference(f), liveCounts(f, known(f.name), rows.map((a) => a[f.name as keyof Applicant]))),
+        thresholds: f.thresholds,
+      }))
+    for (const version of [1, 2]) {
+      const baseline = await readBaseline(version)
+      const probabilities = (await score(version, spec, fresh)).data as Float32Array
+      const positive = Array.from({ length: fresh.length }, (_, i) => probabilities[2 * i + 1])
+      const prediction = {
+        name: 'prediction',
+        psi: psi(predictionReference(baseline), binCounts(baseline.prediction.edges, positive)),
+        thresholds: baseline.prediction.thresholds,
+      }
+      const alarms = [...scoreFeatures(baseline, fresh), prediction].filter((s) => s.psi >= s.thresholds.warning)
+      expect(alarms.map((s) => `${s.name} ${s.psi.toFixed(3)}`), `v${version}`).toHaveLength(0)
+
+      const richer = fresh.map((a) => ({ ...a, income: a.income * 1.5 }))
+      const income = scoreFeatures(baseline, richer).find((s) => s.name === 'income')!
+      expect(income.psi).toBeGreaterThan(income.thresholds.critical)
     }
   })
 

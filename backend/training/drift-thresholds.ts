@@ -1,0 +1,82 @@
+import { chiSquareQuantile, psi } from '../../shared/drift/statistics.ts'
+
+/**
+ * PSI alert levels for one binned distribution, calibrated for windows of `WINDOW` live rows
+ * against the baseline's reference counts. The design's 0.1 / 0.2 are floors: a window of 1,000
+ * rows is noisy, and where even undrifted data would cross a floor too often, the level is raised.
+ */
+
+/** Rows per monitoring window; below this the monitor gives no verdict. */
+export const WINDOW = 1_000
+/** Held-out windows per calibration: enough for a usable standard deviation. */
+export const MIN_WINDOWS = 40
+export const PSI_WARNING = 0.1
+export const PSI_CRITICAL = 0.2
+
+export interface DriftThresholds {
+  statistic: 'psi'
+  /** Rows per window the levels hold for. */
+  window: number
+  warning: number
+  critical: number
+  /** Where PSI lands when nothing has drifted, the evidence for raising the floors. */
+  no_drift: {
+    /** Bins with reference mass: b, for b − 1 degrees of freedom. */
+    reference_bins: number
+    /** (1/window + 1/reference rows) · χ²₀.₉₉(b − 1). */
+    analytic_p99: number
+    /** The same at the 0.999 quantile. */
+    analytic_p999: number
+    /** Windows of held-out rows from the training distribution, each scored against the reference. */
+    held_out_windows: number
+    held_out_mean: number
+    held_out_sd: number
+  }
+}
+
+/**
+ * Under no drift, n·N/(n + N) · PSI is asymptotically χ² with b − 1 degrees of freedom (PSI is
+ * the symmetrized KL divergence, whose second-order term is the chi-square statistic).
+ */
+export const noDriftPsiQuantile = (p: number, referenceBins: number, window: number, referenceRows: number): number =>
+  referenceBins < 2 ? 0 : (1 / window + 1 / referenceRows) * chiSquareQuantile(p, referenceBins - 1)
+
+/** Consecutive `WINDOW`-row slices of held-out rows; a trailing partial window is not a window. */
+export const heldOutWindows = <T>(rows: readonly T[]): T[][] => {
+  const count = Math.floor(rows.length / WINDOW)
+  if (count < MIN_WINDOWS) {
+    throw new Error(`${rows.length} held-out rows make ${count} windows of ${WINDOW}; calibration needs ${MIN_WINDOWS}`)
+  }
+  return Array.from({ length: count }, (_, i) => rows.slice(i * WINDOW, (i + 1) * WINDOW))
+}
+
+/**
+ * Levels for a reference count vector, given the count vectors of held-out windows in the same
+ * layout. Each level is the largest of the design's floor, the analytic bound and the held-out
+ * PSI's mean + 3σ (warning) or + 5σ (critical); the empirical bound catches what the asymptotic
+ * one misses on sparse bins. Critical is above warning term by term (0.2 > 0.1, the 0.999
+ * quantile > the 0.99, 5σ > 3σ), so it can only tie when held-out windows all score alike.
+ */
+export const calibrateThresholds = (reference: readonly number[], windows: readonly (readonly number[])[]): DriftThresholds => {
+  const referenceRows = reference.reduce((sum, c) => sum + c, 0)
+  const referenceBins = reference.filter((c) => c > 0).length
+  const scores = windows.map((w) => psi(reference, w))
+  const mean = scores.reduce((sum, s) => sum + s, 0) / scores.length
+  const sd = Math.sqrt(scores.reduce((sum, s) => sum + (s - mean) ** 2, 0) / (scores.length - 1))
+  const analyticP99 = noDriftPsiQuantile(0.99, referenceBins, WINDOW, referenceRows)
+  const analyticP999 = noDriftPsiQuantile(0.999, referenceBins, WINDOW, referenceRows)
+  return {
+    statistic: 'psi',
+    window: WINDOW,
+    warning: Math.max(PSI_WARNING, analyticP99, mean + 3 * sd),
+    critical: Math.max(PSI_CRITICAL, analyticP999, mean + 5 * sd),
+    no_drift: {
+      reference_bins: referenceBins,
+      analytic_p99: analyticP99,
+      analytic_p999: analyticP999,
+      held_out_windows: windows.length,
+      held_out_mean: mean,
+      held_out_sd: sd,
+    },
+  }
+}
