@@ -6,6 +6,8 @@ import { pathToFileURL } from 'node:url'
 import { createApp } from './app.ts'
 import { createLogger, errorFields, type Logger } from './logger.ts'
 import { ModelManager } from './loader/model-manager.ts'
+import { redisCountStore } from './monitor/drift/count-store.ts'
+import { DriftMonitor } from './monitor/drift/monitor.ts'
 import { createMetrics } from './monitor/metrics.ts'
 import { Repository } from './repository/repository.ts'
 import { readSettings, type Settings } from './settings.ts'
@@ -28,11 +30,15 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const repository = new Repository(resolve(settings.MODEL_REPOSITORY))
   let manager: ModelManager | undefined
   const metrics = createMetrics({ depths: () => manager?.depths() ?? [] })
+  const { UPSTASH_REDIS_REST_URL: redisUrl, UPSTASH_REDIS_REST_TOKEN: redisToken } = settings
+  const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken }) : undefined
+  const drift = new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store })
   manager = new ModelManager(repository, {
     batching: settings.BATCHING === 'on',
     memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
     logger,
     metrics,
+    drift,
   })
   const app = createApp({ settings, logger, manager, metrics })
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
@@ -47,7 +53,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   server.listen(settings.PORT, settings.HOST)
   const address = await listen(server)
   const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
-  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING })
+  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local' })
+  drift.start()
   const warm = manager.start().then(
     () => logger.info('pinned models warm', { ready: manager.ready() }),
     (err: unknown) => logger.error('start-up load failed', errorFields(err)),
@@ -59,6 +66,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     async shutdown() {
       await warm
       await running.shutdown()
+      // Every accepted request is answered and counted: the last deltas go now or never.
+      await drift.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         // Keep-alive clients still sending get 503s until their sockets go; give those a moment.

@@ -19,6 +19,14 @@ export const settingsSchema = z.object({
   SHUTDOWN_GRACE_MS: intFromEnv(25_000),
   /** `off` serves every request as its own run (for comparison); `on` uses each model's dynamic_batching. */
   BATCHING: z.enum(['on', 'off']).default('on'),
+  /** Upstash Redis REST endpoint and token: replicas merge their drift counts there. Unset: each process counts alone. */
+  UPSTASH_REDIS_REST_URL: z.url().optional(),
+  UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional(),
+  /** How often drift count deltas are sent to Redis. */
+  DRIFT_FLUSH_MS: intFromEnv(10_000, 1),
+}).refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {
+  message: 'set both UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or neither',
+  path: ['UPSTASH_REDIS_REST_TOKEN'],
 })
 
 export type Settings = z.infer<typeof settingsSchema>

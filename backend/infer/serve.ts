@@ -14,7 +14,11 @@ export interface ServeOptions {
 /** One infer request through a served version: check, queue, answer with this request's rows. */
 export const serveInfer = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<{ response: InferResponse; rows: number; queueUs: number }> => {
   const request = parseInferRequest(body, served.config, options.limits)
-  const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs: request.outputs, deadline: options.deadline })
+  const { drift } = served
+  // Drift counts every served row's prediction, so the run computes it even when the client asked for other outputs.
+  const outputs = drift && !request.outputs.includes(drift.output) ? [...request.outputs, drift.output] : request.outputs
+  const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs, deadline: options.deadline })
+  drift?.record(request.inputs, request.rows, result.outputs)
   const response: InferResponse = {
     model_name: served.model,
     model_version: String(served.version),

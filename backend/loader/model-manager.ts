@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import { InferenceError, notFound, unavailable } from '../errors.ts'
 import { errorFields, type Logger } from '../logger.ts'
+import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { ModelOnDisk, Repository } from '../repository/repository.ts'
@@ -11,6 +12,7 @@ export interface ModelManagerOptions {
   memoryBudgetBytes: number
   logger: Logger
   metrics?: Metrics
+  drift?: DriftMonitor
 }
 
 /** One row of the repository index (Triton's shape: name, version, state, reason). */

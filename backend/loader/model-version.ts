@@ -5,6 +5,8 @@ import { InferenceError } from '../errors.ts'
 import { Executor } from '../executor/executor.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { VersionOnDisk } from '../repository/repository.ts'
+import type { DriftCounter } from '../monitor/drift/counter.ts'
+import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
 import { VersionStats } from '../monitor/stats.ts'
 import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
@@ -13,6 +15,8 @@ export interface LoadOptions {
   /** Off serves each request alone (for comparison runs and the Lambda tier). */
   batching: boolean
   metrics?: Metrics
+  /** Counts live traffic into the baseline's bins; versions without a baseline are not counted. */
+  drift?: DriftMonitor
 }
 
 const sameNames = (declared: readonly string[], actual: readonly string[]) =>
@@ -36,6 +40,7 @@ export class ModelVersion {
     readonly batcher: Batcher,
     readonly stats: VersionStats,
     readonly loadSeconds: number,
+    readonly drift: DriftCounter | undefined,
   ) {}
 
   static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
@@ -89,9 +94,10 @@ export class ModelVersion {
         },
       },
     )
+    const drift = await options.drift?.open(model, disk.version, config, disk.path)
     const loadSeconds = (performance.now() - started) / 1000
     metrics?.modelLoadDuration.observe(labels, loadSeconds)
-    return new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds)
+    return new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds, drift)
   }
 
   get provider(): string {

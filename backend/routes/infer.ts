@@ -38,12 +38,16 @@ export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps)
       logger.debug('infer', { model, version: labels.version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
       const latencyUs = (performance.now() - arrived) * 1000
       served.stats.request(true, rows, latencyUs, queueUs)
+      served.drift?.request(latencyUs, rows, false)
       metrics.requests.inc({ ...labels, status: '200' })
       metrics.requestDuration.observe(labels, latencyUs / 1e6)
       return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
     } catch (err) {
       const status = err instanceof InferenceError ? err.status : 500
-      served.stats.request(false, 0, (performance.now() - arrived) * 1000, 0)
+      const latencyUs = (performance.now() - arrived) * 1000
+      served.stats.request(false, 0, latencyUs, 0)
+      // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
+      served.drift?.request(latencyUs, 0, status === 500 || status === 504)
       metrics.requests.inc({ ...labels, status: String(status) })
       if (status === 400) metrics.rejected.inc({ model, reason: 'invalid_request' })
       throw err

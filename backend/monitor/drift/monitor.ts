@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto'
+import { errorFields, type Logger } from '../../logger.ts'
+import type { ModelConfig } from '../../repository/model-config.ts'
+import { readBaseline } from './baseline-file.ts'
+import { countsKey, markerKey, type CountStore } from './count-store.ts'
+import { DriftCounter, type Clock, type WindowTotals } from './counter.ts'
+import { driftLayout, type DriftLayout } from './layout.ts'
+import { MinuteBuckets, type UnsentMinute } from './minute-buckets.ts'
+
+export interface DriftMonitorOptions {
+  logger: Logger
+  /** Replica merge through Redis; without it the counts stay in this process. */
+  store?: CountStore
+  /** How often the deltas go to Redis. */
+  flushMs?: number
+  now?: Clock
+}
+
+/** One flush: every counter's unsent minutes, numbered so its marker can tell whether it landed. */
+interface Flush {
+  seq: number
+  parts: Array<{ counter: DriftCounter; minute: UnsentMinute }>
+}
+
+/**
+ * The drift counters of every version this process serves, and the flusher that merges them
+ * across replicas. With a store, every `flushMs` the deltas since the last confirmed flush go
+ * to Redis as one transaction that also sets this replica's marker to the flush's number. A
+ * failed flush keeps its deltas; because a failure (a timeout, a lost reply) does not say
+ * whether Redis applied it, the next flush first reads the marker and counts the failed one
+ * as sent if it landed. Counts are neither lost nor added twice.
+ *
+ * With a store, `window()` flushes first and reads the window's hashes while no other flush
+ * can run, then adds what this replica counted since: each count is in the sum exactly once.
+ * The view holds this replica's counts up to now and the others' as of their last flush (at
+ * most `flushMs` old); it fails when Redis cannot be reached rather than pass off one
+ * replica's counts as everyone's.
+ */
+export class DriftMonitor {
+  private readonly counters = new Map<string, DriftCounter>()
+  private readonly replica = randomUUID()
+  private readonly logger: Logger
+  private readonly store: CountStore | undefined
+  private readonly flushMs: number
+  private readonly now: Clock
+  private seq = 0
+  /** The last flush, when it failed without telling whether it landed. */
+  private inDoubt: Flush | undefined
+  /** Flushes and merged reads, one at a time. */
+  private queue: Promise<unknown> = Promise.resolve()
+  private timer: NodeJS.Timeout | undefined
+  private ticking = false
+
+  constructor({ logger, store, flushMs = 10_000, now = Date.now }: DriftMonitorOptions) {
+    this.logger = logger
+    this.store = store
+    this.flushMs = flushMs
+    this.now = now
+  }
+
+  /**
+   * The counter of a version folder, shared by reloads with the same layout; undefined, and
+   * nothing counted, when the version has no feature spec or baseline or they do not fit.
+   */
+  async open(model: string, version: number, config: ModelConfig, dir: string): Promise<DriftCounter | undefined> {
+    if (!config.features) return undefined
+    try {
+      const baseline = await readBaseline(dir)
+      return baseline && this.counter(driftLayout(model, version, config, baseline))
+    } catch (err) {
+      this.logger.warn('drift counting off for model version', { model, version, ...errorFields(err) })
+      return undefined
+    }
+  }
+
+  counter(layout: DriftLayout): DriftCounter {
+    const key = `${layout.model}:${layout.version}:${layout.fingerprint}`
+    let counter = this.counters.get(key)
+    if (!counter) {
+      const { model, version } = layout
+      const onFault = (err: unknown) => this.logger.error('drift counting failed; the request was answered', { model, version, ...errorFields(err) })
+      counter = new DriftCounter(layout, new MinuteBuckets(layout.size, this.store !== undefined), this.now, this.totals, onFault)
+      this.counters.set(key, counter)
+    }
+    return counter
+  }
+
+  /** Starts the periodic flush (nothing to do without a store). */
+  start(): void {
+    if (!this.store || this.timer) return
+    this.timer = setInterval(() => {
+      if (this.ticking) return
+      this.ticking = true
+      this.flush()
+        .catch((err: unknown) => this.logger.warn('drift counts not flushed; kept for the next flush', errorFields(err)))
+        .finally(() => (this.ticking = false))
+    }, this.flushMs)
+    this.timer.unref()
+  }
+
+  /** Sends the deltas not yet in Redis; rejects when Redis did not confirm them (they are kept). */
+  flush(): Promise<void> {
+    return this.exclusive(() => this.send())
+  }
+
+  /** Stops the timer and flushes once more: called after the last request was answered. */
+  async close(): Promise<void> {
+    clearInterval(this.timer)
+    this.timer = undefined
+    try {
+      await this.flush()
+    } catch (err) {
+      this.logger.error('drift counts lost at shutdown: the last flush failed', errorFields(err))
+    }
+  }
+
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task)
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private async send(): Promise<void> {
+    const store = this.store
+    if (!store) return
+    const marker = markerKey(this.replica)
+    if (this.inDoubt) {
+      if ((await store.marker(marker)) === String(this.inDoubt.seq)) this.confirm(this.inDoubt)
+      this.inDoubt = undefined
+    }
+    const parts = [...this.counters.values()].flatMap((counter) => counter.buckets.unsent().map((minute) => ({ counter, minute })))
+    if (parts.length === 0) return
+    const flush: Flush = { seq: ++this.seq, parts }
+    const hashes = parts.map(({ counter, minute }) => ({ key: countsKey(counter.layout, minute.minute), ...minute }))
+    try {
+      await store.apply(hashes, marker, String(flush.seq))
+    } catch (err) {
+      this.inDoubt = flush
+      throw err
+    }
+    this.confirm(flush)
+  }
+
+  private confirm({ parts }: Flush): void {
+    for (const { counter, minute } of parts) counter.buckets.markSent(minute)
+  }
+
+  private readonly totals: WindowTotals = (counter, from, to) => {
+    const total = new Float64Array(counter.layout.size)
+    const store = this.store
+    if (!store) {
+      counter.buckets.addTo(total, from, to, false)
+      return Promise.resolve(total)
+    }
+    return this.exclusive(async () => {
+      await this.send()
+      const keys = Array.from({ length: to - from + 1 }, (_, i) => countsKey(counter.layout, from + i))
+      for (const hash of await store.read(keys)) {
+        for (const [index, count] of hash) if (index < total.length) total[index] += count
+      }
+      counter.buckets.addTo(total, from, to, true)
+      return total
+    })
+  }
+}
