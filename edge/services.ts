@@ -4,6 +4,9 @@ import type { KeyStore } from './auth/key-store.ts'
 import { UpstashKeyStore } from './auth/upstash-key-store.ts'
 import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './metrics/normalization-metrics.ts'
 import { ModelCatalog } from './catalog/model-catalog.ts'
+import { MemoryHistoryStore, type HistoryStore } from './controller/history-store.ts'
+import type { MonitorSource } from './controller/monitor-source.ts'
+import { UpstashHistoryStore } from './controller/upstash-history-store.ts'
 import type { AppEnv, Bindings } from './env.ts'
 import { FallbackTransport } from './forward/fallback-transport.ts'
 import { HttpTransport } from './forward/http-transport.ts'
@@ -21,6 +24,10 @@ export interface EdgeServices {
   rollouts: RolloutStore
   /** Rate limits shared by every isolate (Redis); absent, each isolate limits on its own. */
   limiter?: RateLimiter
+  /** Rollout decisions and changes; services built without one get an isolate-local store on first use. */
+  history?: HistoryStore
+  /** Each arm's window for the rollout controller; absent, the scheduled handler skips its tick. */
+  monitorSource?: MonitorSource
   /** Input fixes per API key: shared through Redis when configured. */
   normalization?: NormalizationMetrics
   /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
@@ -60,6 +67,7 @@ export const createServices = (env: Bindings): EdgeServices => {
     transport,
     catalog: new ModelCatalog({ transport }),
     rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
+    history: redis ? new UpstashHistoryStore(redis) : new MemoryHistoryStore(),
     ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis) } : {}),
     normalization: redis ? new UpstashNormalizationMetrics(redis) : new MemoryNormalizationMetrics(),
   }
@@ -81,6 +89,20 @@ export const servicesResolver = (build: (env: Bindings) => EdgeServices = create
     const key = configurationKey(c.env)
     if (cached?.key !== key) cached = { env: c.env, key, services: build(c.env ?? ({} as Bindings)) }
     else cached.env = c.env
+    return cached.services
+  }
+}
+
+/**
+ * One set of services per isolate and configuration, for callers that have bindings but no
+ * request: the worker hands it to the app and to its scheduled handler, so both see the same
+ * isolate-local rollout state and history.
+ */
+export const isolateServices = (build: (env: Bindings) => EdgeServices = createServices) => {
+  let cached: { key: string; services: EdgeServices } | undefined
+  return (env: Bindings): EdgeServices => {
+    const key = configurationKey(env)
+    if (cached?.key !== key) cached = { key, services: build(env) }
     return cached.services
   }
 }

@@ -1,16 +1,70 @@
-import { createApp } from './app.ts'
+import { createApp, type EdgeAppOptions } from './app.ts'
+import { controllerConfigFrom } from './controller/config.ts'
+import { createController } from './controller/controller.ts'
+import { historyOf } from './controller/history-store.ts'
+import { createWebhook, type WebhookOptions } from './controller/webhook.ts'
 import type { Bindings } from './env.ts'
+import { randomUuid } from './random-ids.ts'
+import { createServices, isolateServices } from './services.ts'
 
-const app = createApp()
+/** What a Cron Trigger hands the worker. */
+export interface ScheduledEvent {
+  cron: string
+  scheduledTime: number
+}
+
+/** The part of the Workers execution context the scheduled handler uses. */
+export interface BackgroundContext {
+  waitUntil(promise: Promise<unknown>): void
+}
+
+export interface WorkerOptions extends EdgeAppOptions {
+  /** Where the scheduled handler's lines go (the Workers console by default). */
+  scheduledLog?: (line: string) => void
+  /** Retries, backoff and timeout of the `ALERT_WEBHOOK_URL` deliveries. */
+  webhook?: Omit<WebhookOptions, 'url'>
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * The worker: the app for requests, and the rollout controller's tick for the Cron Trigger
+ * (every minute). Both use one set of services per isolate, so without Redis the controller
+ * drives the very rollout state the admin API wrote.
+ */
+export const createWorker = ({ services: build = createServices, scheduledLog: log = console.log, webhook: delivery, ...options }: WorkerOptions = {}) => {
+  const services = isolateServices(build)
+  const app = createApp({ ...options, services })
+  return {
+    fetch: app.fetch,
+    /** Never throws: a failing tick is logged, and the next one starts from the stored state. */
+    async scheduled(event: ScheduledEvent, env: Bindings, ctx: BackgroundContext): Promise<void> {
+      const tick = { cron: event.cron, scheduled_time: event.scheduledTime }
+      try {
+        const edge = services(env)
+        if (!edge.monitorSource) {
+          log(JSON.stringify({ level: 'warn', msg: 'scheduled tick skipped: no monitor source configured', ...tick }))
+          return
+        }
+        const webhook = env.ALERT_WEBHOOK_URL ? createWebhook({ log, ...delivery, url: env.ALERT_WEBHOOK_URL }) : undefined
+        const controller = createController({
+          rollouts: edge.rollouts,
+          history: historyOf(edge),
+          source: edge.monitorSource,
+          models: () => edge.transport.models(randomUuid()),
+          config: controllerConfigFrom(env),
+          // Deliveries outlive the tick: the handler returns while they retry.
+          ...(webhook ? { notify: (entry) => ctx.waitUntil(webhook(entry)) } : {}),
+          log,
+        })
+        const outcomes = await controller.tick()
+        log(JSON.stringify({ level: 'info', msg: 'scheduled tick', ...tick, canaries: outcomes.length }))
+      } catch (error) {
+        log(JSON.stringify({ level: 'error', msg: 'scheduled tick failed', ...tick, error: messageOf(error) }))
+      }
+    },
+  }
+}
 
 /** The Cloudflare Workers entry point (wrangler.toml `main`). */
-export default {
-  fetch: app.fetch,
-  /**
-   * Cron Trigger (every minute): the rollout controller's tick. Until the controller lands it
-   * only records the tick, so a missed schedule is visible in the logs.
-   */
-  async scheduled(controller: { cron: string; scheduledTime: number }, _env: Bindings): Promise<void> {
-    console.log(JSON.stringify({ level: 'info', msg: 'scheduled tick', cron: controller.cron, scheduled_time: controller.scheduledTime, controller: 'not configured' }))
-  },
-}
+export default createWorker()

@@ -1,13 +1,15 @@
 import { Hono, type Context } from 'hono'
 import type { ModelCatalog, ModelDescription } from '../catalog/model-catalog.ts'
+import { HISTORY_CAP, historyOf, type HistoryEntry, type HistoryStore } from '../controller/history-store.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'
 import { rolloutSchema, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
+import { randomUuid } from '../random-ids.ts'
 import { formatPath, isRecord } from '../validation/format.ts'
 
 export interface RolloutRoutesOptions {
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore }
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore }
 }
 
 const etag = (revision: number) => `"r${revision}"`
@@ -26,10 +28,24 @@ const unknownVersions = (rollout: Rollout, model: ModelDescription): FieldError[
   return errors
 }
 
+/** A PUT's history entry: the canary arm's weights before and after, when either side runs a canary. */
+const manualEntry = (model: string, actor: string, before: Rollout | undefined, after: Rollout, revision: number): HistoryEntry => {
+  const variant = after.canary?.variant ?? before?.canary?.variant ?? null
+  const weightOf = (rollout: Rollout | undefined) => rollout?.arms.find((a) => a.variant === variant)?.weight ?? null
+  const reason = after.canary && !before?.canary ? `canary "${variant}" started by PUT`
+    : before?.canary && !after.canary ? `canary "${variant}" ended by PUT`
+    : 'rollout replaced by PUT'
+  return { id: randomUuid(), model, time: new Date().toISOString(), actor, action: 'manual', variant, from_weight: weightOf(before), to_weight: weightOf(after), reason, revision }
+}
+
+const DEFAULT_HISTORY_LIMIT = 100
+
 /**
  * `GET|PUT /v1/models/{model}/rollout` (mounted behind the `admin` scope): the weights, pins and
  * shadow of a model. PUT replaces the whole state atomically; with `If-Match` it fails (412)
- * if someone changed it since that revision was read.
+ * if someone changed it since that revision was read. A rollout with a `canary` hands that arm
+ * to the controller. `GET .../rollout/history` lists the controller's decisions and the PUTs,
+ * newest first (`?limit=`, default 100, at most 500).
  */
 export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
   new Hono<AppEnv>()
@@ -55,13 +71,30 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       const unknown = unknownVersions(parsed.data, model)
       if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
       const ifMatch = c.req.header('if-match')
-      const current = (await rollouts.get(model.name))?.revision ?? 0
+      const stored = await rollouts.get(model.name)
+      const current = stored?.revision ?? 0
       const expected = ifMatch === undefined ? current : Number(/^"r(\d+)"$/.exec(ifMatch.trim())?.[1] ?? Number.NaN)
       if (!Number.isInteger(expected)) throw new Problem(400, 'Bad Request', `If-Match must be an ETag from GET, like "r${current}"`)
       const revision = await rollouts.compareAndSet(model.name, expected, parsed.data)
       if (revision === undefined) {
         throw new Problem(412, 'Precondition Failed', `the rollout changed since revision ${expected}; read it again and retry`, { slug: 'rollout-conflict' })
       }
+      const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, parsed.data, revision)
+      await historyOf(services(c)).append(entry).catch((error: unknown) => {
+        // The change is made; a history outage must not report it as failed.
+        console.error(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: model.name, id: entry.id, error: error instanceof Error ? error.message : String(error) }))
+      })
       c.header('etag', etag(revision))
       return c.json({ model: model.name, revision, source: 'stored', rollout: parsed.data })
+    })
+    .get('/v1/models/:model/rollout/history', async (c) => {
+      // Mounted behind the admin scope like the rollout itself; should that guard ever be
+      // missing, refuse rather than show the history to anyone.
+      if (!c.var.caller?.scopes.includes('admin')) throw new Problem(401, 'Unauthorized', 'an API key with the "admin" scope is required')
+      const raw = c.req.query('limit')
+      const limit = raw === undefined ? DEFAULT_HISTORY_LIMIT : Number(raw)
+      if (!Number.isInteger(limit) || limit < 1 || limit > HISTORY_CAP) throw new Problem(400, 'Bad Request', `limit must be an integer from 1 to ${HISTORY_CAP}`)
+      // No catalog lookup: the history of a model the backend no longer serves is still wanted.
+      const model = c.req.param('model')
+      return c.json({ model, entries: await historyOf(services(c)).list(model, limit) })
     })
