@@ -8,7 +8,8 @@ import { createLogger, errorFields, type Logger } from './logger.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { redisCountStore } from './monitor/drift/count-store.ts'
 import { DriftMonitor } from './monitor/drift/monitor.ts'
-import { createMetrics } from './monitor/metrics.ts'
+import { DRIFT_GAUGE_MINUTES, createMetrics } from './monitor/metrics.ts'
+import { versionDriftReport } from './routes/drift.ts'
 import { Repository } from './repository/repository.ts'
 import { readSettings, type Settings } from './settings.ts'
 
@@ -29,7 +30,15 @@ const listen = (server: Server): Promise<AddressInfo> =>
 export const startServer = async (settings: Settings, logger: Logger = createLogger(settings.LOG_LEVEL)): Promise<RunningServer> => {
   const repository = new Repository(resolve(settings.MODEL_REPOSITORY))
   let manager: ModelManager | undefined
-  const metrics = createMetrics({ depths: () => manager?.depths() ?? [] })
+  const metrics = createMetrics({
+    depths: () => manager?.depths() ?? [],
+    // A version whose counts cannot be read (Redis down) is left out of this scrape, not the others.
+    driftReports: async () => {
+      const monitored = manager?.servingVersions().filter((v) => v.drift !== undefined) ?? []
+      const settled = await Promise.allSettled(monitored.map((v) => versionDriftReport(v, DRIFT_GAUGE_MINUTES)))
+      return settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+    },
+  })
   const { UPSTASH_REDIS_REST_URL: redisUrl, UPSTASH_REDIS_REST_TOKEN: redisToken } = settings
   const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken }) : undefined
   const drift = new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store })

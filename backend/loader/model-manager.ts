@@ -176,9 +176,12 @@ export class ModelManager {
 
   /** Rows waiting plus running per serving version. */
   depths(): Array<{ model: string; version: string; depth: number }> {
-    return [...this.slots.values()].flatMap((slot) =>
-      [...slot.serving.values()].map((v) => ({ model: v.model, version: String(v.version), depth: v.batcher.depth })),
-    )
+    return this.servingVersions().map((v) => ({ model: v.model, version: String(v.version), depth: v.batcher.depth }))
+  }
+
+  /** Every version serving now, without loading anything. */
+  servingVersions(): ModelVersion[] {
+    return [...this.slots.values()].flatMap((slot) => [...slot.serving.values()])
   }
 
   /** Stops admitting and answers everything accepted; resolves when all sessions are released. */

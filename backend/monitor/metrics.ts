@@ -1,6 +1,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Verdict } from './drift/alert-rule.ts'
+import type { DistributionDrift, DriftReport } from './drift/report.ts'
 
 const PREFIX = 'edge_infer_backend_'
+/** Window of the drift gauges. */
+export const DRIFT_GAUGE_MINUTES = 15
 
 /** Seconds buckets from 100 µs to 10 s: batching decisions live at the low end. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -8,11 +12,38 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 export interface QueueDepthSource {
   /** Current rows waiting + running per model version. */
   depths(): Array<{ model: string; version: string; depth: number }>
+  /** Drift reports of the monitored versions over the gauges' window. */
+  driftReports?: () => Promise<DriftReport[]>
 }
+
+const VERDICT_VALUE: Record<Verdict, number> = { insufficient: -1, ok: 0, warning: 1, critical: 2 }
+/** The `feature` label of the prediction histogram's series. */
+export const PREDICTION_SERIES = '__prediction__'
 
 /** The backend's Prometheus metrics, on a registry of its own (several servers can share a process in tests). */
 export const createMetrics = (queue: QueueDepthSource) => {
   const registry = new Registry()
+  // One computation per scrape serves all drift gauges (they are collected one after another).
+  let reports: { at: number; value: Promise<DriftReport[]> } | undefined
+  const driftReports = (): Promise<DriftReport[]> => {
+    if (!reports || Date.now() - reports.at > 1_000) reports = { at: Date.now(), value: queue.driftReports?.() ?? Promise.resolve([]) }
+    return reports.value
+  }
+  const driftGauge = (name: string, help: string, value: (d: DistributionDrift) => number) =>
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames: ['model', 'version', 'feature'],
+      registers: [registry],
+      async collect() {
+        this.reset()
+        for (const r of await driftReports()) {
+          const version = String(r.version)
+          for (const f of r.features) this.set({ model: r.model, version, feature: f.name }, value(f))
+          this.set({ model: r.model, version, feature: PREDICTION_SERIES }, value(r.prediction))
+        }
+      },
+    })
   collectDefaultMetrics({ register: registry, prefix: PREFIX })
   const versioned = ['model', 'version'] as const
   return {
@@ -35,6 +66,19 @@ export const createMetrics = (queue: QueueDepthSource) => {
       collect() {
         this.reset()
         for (const { model, version, depth } of queue.depths()) this.set({ model, version }, depth)
+      },
+    }),
+    driftPsi: driftGauge('drift_psi', `PSI of the last ${DRIFT_GAUGE_MINUTES} min against the baseline, per feature (feature="${PREDICTION_SERIES}": the prediction histogram)`, (d) => d.psi),
+    driftVerdict: driftGauge('drift_verdict', 'Drift verdict of the window: -1 insufficient, 0 ok, 1 warning, 2 critical', (d) => VERDICT_VALUE[d.verdict]),
+    driftAlerting: driftGauge('drift_alerting', '1 while the 3-window alert rule is raised', (d) => (d.alerting ? 1 : 0)),
+    driftDatasetVerdict: new Gauge({
+      name: `${PREFIX}drift_dataset_verdict`,
+      help: 'Dataset drift verdict per model version: -1 insufficient, 0 ok, 1 warning, 2 critical',
+      labelNames: versioned,
+      registers: [registry],
+      async collect() {
+        this.reset()
+        for (const r of await driftReports()) this.set({ model: r.model, version: String(r.version) }, VERDICT_VALUE[r.dataset.verdict])
       },
     }),
     queueDepthTotal: new Gauge({

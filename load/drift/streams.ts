@@ -9,9 +9,9 @@ import { driftLayout } from '../../backend/monitor/drift/layout.ts'
 import { MINUTE_MS } from '../../backend/monitor/drift/minute-buckets.ts'
 import { DriftMonitor } from '../../backend/monitor/drift/monitor.ts'
 import { driftReport } from '../../backend/monitor/drift/report.ts'
+import { readReportBaseline, type ReportBaseline } from '../../backend/monitor/drift/report-baseline.ts'
 import { modelConfig } from '../../backend/repository/model-config.ts'
 import { generateApplicants } from '../../backend/training/applicants.ts'
-import type { Baseline } from '../../backend/training/baseline.ts'
 import { encodeRows, type Matrix } from '../../backend/training/dataset.ts'
 import { createRandom } from '../../backend/training/random.ts'
 import { featureOffsets, type FeatureSpec } from '../../shared/feature-spec.ts'
@@ -23,7 +23,7 @@ const SEED_BASE = 7_000_000
 
 export interface DriftBench {
   spec: FeatureSpec
-  baseline: Baseline
+  baseline: ReportBaseline
   important: Set<string>
   counter: DriftCounter
   /** The model's probability of labels[1] per row. */
@@ -36,7 +36,7 @@ export interface DriftBench {
 /** One version of the demo repository, counted by the backend's own DriftCounter on a fake clock. */
 export const openDriftBench = async (versionDir: string): Promise<DriftBench> => {
   const config = modelConfig.parse(JSON.parse(await readFile(join(versionDir, '..', 'config.json'), 'utf8')))
-  const baseline = JSON.parse(await readFile(join(versionDir, 'baseline.json'), 'utf8')) as Baseline
+  const baseline = await readReportBaseline(versionDir)
   const bins = await readBaseline(versionDir)
   if (!config.features || !bins) throw new Error(`${versionDir} has no feature spec or baseline`)
   let now = 0

@@ -1,8 +1,9 @@
 import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
-import { type Baseline, type FeatureBaseline, predictionReference, psiReference } from '../../training/baseline.ts'
+import { psiReference } from '../../training/baseline.ts'
 import type { DriftThresholds } from '../../training/drift-thresholds.ts'
 import type { DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
+import type { ReportBaseline } from './report-baseline.ts'
 import { type AlertState, type Verdict, alertRule } from './alert-rule.ts'
 
 /** Below this many rows a window says nothing: its verdict is `insufficient`, never `ok`. */
@@ -76,7 +77,7 @@ export const verdictOf = (rows: number, statistic: number, { warning, critical }
   rows < MIN_WINDOW_ROWS ? 'insufficient' : statistic >= critical ? 'critical' : statistic >= warning ? 'warning' : 'ok'
 
 /** PSI and its verdict for each window (oldest first), with the alert rule run over them. */
-const distribution = (reference: readonly number[], windows: readonly (readonly number[])[], thresholds: DriftThresholds): DistributionDrift => {
+const distribution = (reference: readonly number[], windows: readonly (readonly number[])[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>): DistributionDrift => {
   let state: AlertState = alertRule.initial
   let last: { rows: number; psi: number; verdict: Verdict } | undefined
   for (const observed of windows) {
@@ -98,7 +99,7 @@ const distribution = (reference: readonly number[], windows: readonly (readonly 
   }
 }
 
-const featureDrift = (baseline: FeatureBaseline, important: boolean, windows: readonly FeatureCounts[]): FeatureDrift => {
+const featureDrift = (baseline: ReportBaseline['features'][number], important: boolean, windows: readonly FeatureCounts[]): FeatureDrift => {
   const reference = psiReference(baseline)
   const vectors = windows.map(livePsiVector)
   const current = windows[windows.length - 1]
@@ -132,7 +133,7 @@ const featureDrift = (baseline: FeatureBaseline, important: boolean, windows: re
  * computes the same one. Thresholds are the baseline's, calibrated for 1,000-row windows: for a
  * bigger window they are conservative (the no-drift spread only shrinks with more rows).
  */
-export const driftReport = (baseline: Baseline, importantFeatures: ReadonlySet<string>, windows: readonly DriftCounts[]): DriftReport => {
+export const driftReport = (baseline: ReportBaseline, importantFeatures: ReadonlySet<string>, windows: readonly DriftCounts[]): DriftReport => {
   const current = windows[windows.length - 1]
   if (!current) throw new RangeError('a drift report needs at least one window')
   const features = baseline.features.map((f, i) =>
@@ -169,7 +170,7 @@ export const driftReport = (baseline: Baseline, importantFeatures: ReadonlySet<s
     },
     features,
     prediction: {
-      ...distribution(predictionReference(baseline), windows.map((w) => w.prediction.counts), baseline.prediction.thresholds),
+      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), baseline.prediction.thresholds),
       counts: current.prediction.counts,
       class_counts: current.prediction.class_counts,
       nan_outputs: current.prediction.nan_outputs,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
 import { driftReport, livePsiVector } from '../../../../backend/monitor/drift/report.ts'
-import type { Baseline } from '../../../../backend/training/baseline.ts'
+import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
 import { psi } from '../../../../shared/drift/statistics.ts'
 
 const thresholds = (warning: number, critical: number) => ({
@@ -13,7 +13,7 @@ const thresholds = (warning: number, critical: number) => ({
 })
 
 /** Two features: numeric `x` over 3 bins, categorical `c` with a, b; reference 1,000 rows each. */
-const baseline: Baseline = {
+const baseline: ReportBaseline = {
   format: 2,
   model: 'm',
   version: 1,
@@ -82,7 +82,7 @@ describe('driftReport', () => {
     // 1 of 2 features is 50% ≥ 30%.
     expect(driftReport(baseline, new Set(), [counts(shifted)]).dataset).toMatchObject({ verdict: 'critical', critical_features: ['x'] })
     // With a third feature-free view: an important feature alone suffices, an unimportant one alone does not at 1/4.
-    const wide: Baseline = { ...baseline, features: [...baseline.features, { ...baseline.features[1], name: 'd' }, { ...baseline.features[1], name: 'e' }] }
+    const wide: ReportBaseline = { ...baseline, features: [...baseline.features, { ...baseline.features[1], name: 'd' }, { ...baseline.features[1], name: 'e' }] }
     const wideCounts = (w: Window): DriftCounts => {
       const base = counts(w)
       return { ...base, features: [...base.features, { ...base.features[1], name: 'd' }, { ...base.features[1], name: 'e' }] }
