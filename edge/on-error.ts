@@ -18,9 +18,12 @@ export const onError = (err: Error, c: Context<AppEnv>): Response => {
     console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', request_id: c.get('requestId'), error: err.message }))
   }
   const requestId = c.get('requestId')
-  return new Response(JSON.stringify(problem.body(requestId, c.req.path)), {
-    status: problem.status,
-    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...(requestId ? { 'x-request-id': requestId } : {}), ...problem.extra.headers },
+  // Through c.body(), so what earlier stages named with c.header() (request and trace ids, CORS,
+  // rate limits, input fixes) reaches the problem response too.
+  return c.body(JSON.stringify(problem.body(requestId, c.req.path)), problem.status, {
+    'content-type': PROBLEM_CONTENT_TYPE,
+    ...(requestId ? { 'x-request-id': requestId } : {}),
+    ...problem.extra.headers,
   })
 }
 

@@ -85,17 +85,9 @@ export const enrich = ({ store, specFor, modelOf = modelParam }: EnrichOptions):
       refuseUnfilled(groups, instances ?? predict.instances, degraded)
     }
     c.set('featuresDegraded', degraded)
-    if (!degraded) return next()
-    c.header(FEATURES_DEGRADED_HEADER, '1')
-    await next()
-    // A later refusal is rendered by onError into a fresh response: say it there too.
-    if (!c.res.headers.has(FEATURES_DEGRADED_HEADER)) {
-      try {
-        c.res.headers.set(FEATURES_DEGRADED_HEADER, '1')
-      } catch {
-        // immutable headers (a raw fetch Response): nothing to add to
-      }
-    }
+    // onError keeps the header, so a later refusal says it too.
+    if (degraded) c.header(FEATURES_DEGRADED_HEADER, '1')
+    return next()
   }
 
 const readGroup = (

@@ -61,14 +61,6 @@ export const normalize = ({ specFor, modelOf = modelParam, metrics }: NormalizeO
         console.log(JSON.stringify({ level: 'warn', msg: 'normalization fixes not counted', key: caller.name, error: err instanceof Error ? err.message : String(err) }))
       }))
     }
-    await next()
-    // A later refusal is rendered by onError into a fresh response: say it there too (client bugs
-    // show best next to the 400 they cause). Immutable headers (a raw fetch Response) are left be.
-    if (!c.res.headers.has(INPUT_NORMALIZED_HEADER)) {
-      try {
-        c.res.headers.set(INPUT_NORMALIZED_HEADER, String(fixes))
-      } catch {
-        // immutable: nothing to add to
-      }
-    }
+    // onError keeps the header: client bugs show best next to the 400 they cause.
+    return next()
   }

@@ -38,7 +38,7 @@ export const rateLimit = ({ limiter, windowMs = 60_000 }: RateLimitOptions): Mid
         headers: { ...headers, [HEADERS.retryAfter]: String(retryAfter) },
       })
     }
-    await next()
-    // After next(), so the headers also reach problem responses from later stages.
-    for (const [name, value] of Object.entries(headers)) c.header(name, value)
+    // Named before next(): onError keeps what c.header() set, so later stages' problems carry them too.
+    for (const name in headers) c.header(name, headers[name])
+    return next()
   }

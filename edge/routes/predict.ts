@@ -102,15 +102,20 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
       const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent') }
       inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
-    c.header(HEADERS.modelVersion, String(version))
-    c.header(HEADERS.variant, variant)
-    c.header('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')
-    c.header(HEADERS.serverTiming, `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`)
-    return c.json({
-      model: model.name,
-      version: String(version),
-      variant,
-      request_id: c.get('requestId'),
-      predictions: indexOf.map((i) => rows[i]),
-    })
+    return c.json(
+      {
+        model: model.name,
+        version: String(version),
+        variant,
+        request_id: c.get('requestId'),
+        predictions: indexOf.map((i) => rows[i]),
+      },
+      200,
+      {
+        [HEADERS.modelVersion]: String(version),
+        [HEADERS.variant]: variant,
+        'x-served-by': response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend',
+        [HEADERS.serverTiming]: `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`,
+      },
+    )
   }
