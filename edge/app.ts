@@ -20,6 +20,7 @@ import { notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
 import { stage } from './tracing.ts'
 import { catalogRoutes } from './routes/catalog.ts'
+import { driftRoutes } from './routes/drift.ts'
 import { inferHandler } from './routes/infer.ts'
 import { predictHandler } from './routes/predict.ts'
 import { rolloutRoutes } from './routes/rollout.ts'
@@ -94,6 +95,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
     c.body(normalizationExposition(await normalizationOf(c).totals()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
   )
   app.use('/v1/models/:model/rollout/*', admins, limited)
+  app.use('/v1/models/:model/versions/:version/drift', admins, limited)
+  app.route('/', driftRoutes({ monitor: (c) => services(c).monitor }))
   app.route('/', rolloutRoutes({ services }))
   app.get('/v1/models', callers, limited)
   app.get('/v1/models/:model', callers, limited)

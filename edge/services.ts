@@ -5,6 +5,7 @@ import { UpstashKeyStore } from './auth/upstash-key-store.ts'
 import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './metrics/normalization-metrics.ts'
 import { ModelCatalog } from './catalog/model-catalog.ts'
 import { MemoryHistoryStore, type HistoryStore } from './controller/history-store.ts'
+import { BackendMonitor } from './controller/backend-monitor.ts'
 import type { MonitorSource } from './controller/monitor-source.ts'
 import { UpstashHistoryStore } from './controller/upstash-history-store.ts'
 import type { AppEnv, Bindings } from './env.ts'
@@ -28,6 +29,8 @@ export interface EdgeServices {
   history?: HistoryStore
   /** Each arm's window for the rollout controller; absent, the scheduled handler skips its tick. */
   monitorSource?: MonitorSource
+  /** The backend's drift reports, for the admin drift route (the same object as `monitorSource` when built here). */
+  monitor?: BackendMonitor
   /** Input fixes per API key: shared through Redis when configured. */
   normalization?: NormalizationMetrics
   /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
@@ -59,6 +62,8 @@ const sharedRedis = (env: Bindings): Redis | undefined =>
 export const createServices = (env: Bindings): EdgeServices => {
   if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
   const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
+  // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
+  const monitor = new BackendMonitor({ baseUrl: env.BACKEND_URL })
   const lambda = lambdaTransportFrom(env)
   // With a fallback, each answer says which tier served it (parameters.served_by).
   const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
@@ -66,6 +71,8 @@ export const createServices = (env: Bindings): EdgeServices => {
   return {
     transport,
     catalog: new ModelCatalog({ transport }),
+    monitor,
+    monitorSource: monitor,
     rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
     history: redis ? new UpstashHistoryStore(redis) : new MemoryHistoryStore(),
     ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis) } : {}),

@@ -32,7 +32,7 @@ export const tierRefusal = (tier: string, status: number, message: string, retry
   return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
 }
 
-const backendError = async (res: Response): Promise<string> => {
+export const backendError = async (res: Response): Promise<string> => {
   try {
     const body = (await res.json()) as { error?: unknown }
     return typeof body.error === 'string' ? body.error : `status ${res.status}`

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import type { HistoryEntry } from '../../edge/controller/history-store.ts'
+import type { Rollout } from '../../edge/routing/rollout.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
+import { generateApplicants, type Applicant } from '../../backend/training/applicants.ts'
+import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { startReceiver, type Receiver } from './controller/receiver.ts'
+import { createCanaryRepository } from './support/canary-repository.ts'
+import { startWorker, type RunningWorker } from './support/workerd.ts'
+
+/**
+ * The rollout controller end to end: the bundled worker in real workerd (its scheduled handler
+ * fired as a Cron Trigger would), the real backend counting drift into a real redis-server through
+ * the Upstash adapter, and a real webhook receiver. Traffic is synthetic applicants through the
+ * edge, pinned to each arm's version so both arms see the same inputs. Scenarios run in order,
+ * each on versions no earlier scenario sent traffic to.
+ */
+
+const TOKEN = 'canary-e2e-test-token-0123456789'
+const MODEL = 'credit-risk'
+const ROWS_PER_REQUEST = 64
+
+let repository: Awaited<ReturnType<typeof createCanaryRepository>>
+let redis: RedisServer
+let adapter: UpstashAdapter
+let backend: BackendProcess
+let receiver: Receiver
+let worker: RunningWorker
+const client = generateApiKey('test')
+const admin = generateApiKey('test')
+let seed = 50_000
+
+const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
+  fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': init.key ?? admin, 'content-type': 'application/json', ...init.headers } })
+
+/** `rows` applicants from the training distribution (edited) sent to `version` through the edge. */
+const traffic = async (version: number, rows: number, edit: (a: Applicant) => Applicant = (a) => a): Promise<number[]> => {
+  const applicants = generateApplicants(rows, seed++).applicants.map(edit)
+  const statuses: number[] = []
+  for (let at = 0; at < rows; at += ROWS_PER_REQUEST) {
+    // An unknown user: the entity features the request carries stand (the fixture lets them override).
+    const body = { instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `u-canary-${seed}` } }
+    const res = await edge(`/v1/models/${MODEL}/predict`, { method: 'POST', key: client, headers: { 'x-model-version': String(version) }, body: JSON.stringify(body) })
+    await res.arrayBuffer()
+    statuses.push(res.status)
+  }
+  return statuses
+}
+
+const putRollout = async (rollout: unknown) => {
+  const current = await edge(`/v1/models/${MODEL}/rollout`)
+  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag') ?? '*' }, body: JSON.stringify(rollout) })
+  expect(res.status, await res.clone().text()).toBe(200)
+}
+
+const rollout = async (): Promise<Rollout> => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout
+const history = async (): Promise<HistoryEntry[]> => ((await (await edge(`/v1/models/${MODEL}/rollout/history`)).json()) as { entries: HistoryEntry[] }).entries
+
+/** Fires the worker's scheduled handler as the minute's Cron Trigger does. */
+const tick = async () => {
+  const fetcher = await worker.mf.getWorker()
+  const result = await fetcher.scheduled({ cron: '* * * * *', scheduledTime: new Date() })
+  expect(result.outcome).toBe('ok')
+}
+
+const canary = (stable: number, candidate: number) => ({
+  salt: `canary-${stable}-${candidate}`,
+  arms: [{ variant: 'stable', version: stable, weight: 99 }, { variant: 'canary', version: candidate, weight: 1 }],
+  canary: { variant: 'canary', baseline_variant: 'stable' },
+})
+
+const weights = async () => (await rollout()).arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
+
+beforeAll(async () => {
+  // 1 and 2: the same network; 3 emits NaN; 4 scores everyone 1.5 logits riskier; 5 and 6 the same network again.
+  repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: 'nan', 4: { shiftLogit: 1.5 }, 5: 'same', 6: 'same' })
+  redis = await startRedisServer()
+  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 2_000 })
+  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
+  receiver = await startReceiver()
+  worker = await startWorker({
+    BACKEND_URL: backend.url,
+    API_KEYS: JSON.stringify([
+      { name: 'app', hash: await hashApiKey(client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
+      { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
+    ]),
+    MAX_INSTANCES: String(ROWS_PER_REQUEST),
+    UPSTASH_REDIS_REST_URL: adapter.url,
+    UPSTASH_REDIS_REST_TOKEN: TOKEN,
+    ALERT_WEBHOOK_URL: receiver.url,
+    // No dwell and one clean window per step, so the test steps on every tick; the rest as deployed.
+    CONTROLLER_DWELL_MINUTES: '0',
+    CONTROLLER_CLEAN_WINDOWS: '1',
+    CONTROLLER_MIN_REQUESTS: '10',
+  })
+})
+
+afterAll(async () => {
+  await worker?.dispose()
+  await receiver?.close()
+  await backend?.stop()
+  await adapter?.close()
+  await redis?.stop()
+  await repository?.remove()
+})
+
+describe('the rollout controller in workerd, on the backend\'s drift counts in Redis', () => {
+  it('steps a healthy canary 1 → 5 → 20 → 50 under steady traffic and promotes it', async () => {
+    await putRollout(canary(1, 2))
+    const seen: string[][] = [await weights()]
+    for (let i = 0; i < 8 && (await rollout()).canary; i++) {
+      await traffic(1, 1_100)
+      await traffic(2, 1_100)
+      await tick()
+      seen.push(await weights())
+    }
+    expect(seen).toEqual([
+      ['stable:v1=99', 'canary:v2=1'],
+      ['stable:v1=95', 'canary:v2=5'],
+      ['stable:v1=80', 'canary:v2=20'],
+      ['stable:v1=50', 'canary:v2=50'],
+      ['stable:v2=100'],
+    ])
+    const decisions = (await history()).filter((e) => e.actor === 'controller').map((e) => `${e.action} ${e.from_weight}→${e.to_weight}`)
+    expect(decisions).toEqual(['promote 50→100', 'step 20→50', 'step 5→20', 'step 1→5'])
+  })
+
+  it('rolls a canary that emits NaN back on the first tick after it is seen', async () => {
+    await putRollout(canary(2, 3))
+    await traffic(2, 1_100)
+    // The edge refuses non-finite outputs (502); the backend counted them.
+    expect(new Set(await traffic(3, 256))).toEqual(new Set([502]))
+    await tick()
+    expect(await weights()).toEqual(['stable:v2=100', 'canary:v3=0'])
+    const [decision] = await history()
+    expect(decision).toMatchObject({ actor: 'controller', action: 'rollback', from_weight: 1, to_weight: 0 })
+    expect(decision.reason).toMatch(/NaN|non-finite/i)
+  })
+
+  it('rolls back a canary whose predictions shifted after 3 critical windows, not before', async () => {
+    await putRollout(canary(2, 4))
+    const after: string[][] = []
+    for (let i = 0; i < 3; i++) {
+      await traffic(2, 1_100)
+      await traffic(4, 1_100)
+      await tick()
+      after.push(await weights())
+    }
+    expect(after).toEqual([
+      ['stable:v2=99', 'canary:v4=1'],
+      ['stable:v2=99', 'canary:v4=1'],
+      ['stable:v2=100', 'canary:v4=0'],
+    ])
+    const [decision] = await history()
+    expect(decision).toMatchObject({ action: 'rollback', from_weight: 1, to_weight: 0 })
+    expect(decision.numbers!.psi).toBeGreaterThan(decision.numbers!.psi_critical)
+  })
+
+  it('alerts on input drift both arms see, and leaves the weights alone', async () => {
+    await putRollout(canary(5, 6))
+    // Everyone's debt ratio (an important feature) up by 0.3, to both arms alike.
+    const drifted = (a: Applicant) => ({ ...a, debt_ratio: Math.min(5, a.debt_ratio + 0.3) })
+    await traffic(5, 1_100, drifted)
+    await traffic(6, 1_100, drifted)
+    await tick()
+    expect(await weights()).toEqual(['stable:v5=99', 'canary:v6=1'])
+    const [decision] = await history()
+    expect(decision).toMatchObject({ actor: 'controller', action: 'alert', from_weight: 1, to_weight: 1 })
+    // The backend's own report says the same of each arm.
+    const report = (await (await edge(`/v1/models/${MODEL}/versions/6/drift?window=5m`)).json()) as { dataset: { verdict: string; critical_features: string[] } }
+    expect(report.dataset).toMatchObject({ verdict: 'critical', critical_features: expect.arrayContaining(['debt_ratio']) })
+    expect((await edge(`/v1/models/${MODEL}/versions/6/drift`, { key: client })).status).toBe(403)
+    const bad = await edge(`/v1/models/${MODEL}/versions/6/drift?window=9h`)
+    expect(bad.status).toBe(400)
+    expect(bad.headers.get('content-type')).toMatch(/application\/problem\+json/)
+    expect((await edge(`/v1/models/${MODEL}/versions/77/drift`)).status).toBe(404)
+  })
+
+  it('posted every controller decision to the webhook, in order', async () => {
+    const controller = (await history()).filter((e) => e.actor === 'controller').reverse()
+    const posted = receiver.bodies as HistoryEntry[]
+    expect(posted.map((e) => e.id)).toEqual(controller.map((e) => e.id))
+    // The shifted canary's first two critical windows were holds, each with its own reason.
+    expect(posted.map((e) => e.action)).toEqual(['step', 'step', 'step', 'promote', 'rollback', 'hold', 'hold', 'rollback', 'alert'])
+  })
+})

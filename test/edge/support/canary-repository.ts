@@ -1,0 +1,47 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import onnxProto from 'onnx-proto'
+import { writeModelConfig, writeModelVersion } from '../../../backend/training/repository-writer.ts'
+import type { ModelConfigInput } from '../../../backend/repository/model-config.ts'
+import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
+
+const { onnx } = onnxProto
+const MODEL = 'credit-risk'
+/** The last Gemm's bias in the demo graph (see onnx-writer): one logit per label. */
+const OUTPUT_BIAS = 'dense2_bias'
+
+/** How a fixture version's model differs from the demo's v2. */
+export type Variant = 'same' | 'nan' | { shiftLogit: number }
+
+/** The demo v2 graph with the output layer's bias edited: NaN poisons every row, a shift moves every prediction. */
+const editedModel = (bytes: Uint8Array, variant: Variant): Uint8Array => {
+  if (variant === 'same') return bytes
+  const model = onnx.ModelProto.decode(bytes)
+  const bias = model.graph!.initializer!.find((t) => t.name === OUTPUT_BIAS)!
+  const raw = Buffer.from(bias.rawData!)
+  if (variant === 'nan') raw.writeFloatLE(Number.NaN, 0)
+  else raw.writeFloatLE(raw.readFloatLE(4) + variant.shiftLogit, 4)
+  bias.rawData = raw
+  return onnx.ModelProto.encode(model).finish()
+}
+
+/**
+ * A repository serving credit-risk versions built from the demo's v2: each version is the same
+ * network (and baseline) or an edited one, so a canary can be healthy, emit NaN, or predict
+ * higher risk for the same inputs. Every version is loaded at start, and the entity features may
+ * be sent in the request.
+ */
+export const createCanaryRepository = async (versions: Readonly<Record<number, Variant>>): Promise<{ root: string; remove(): Promise<void> }> => {
+  const root = await mkdtemp(join(tmpdir(), 'edge-infer-canary-'))
+  const demo = join(DEMO_REPOSITORY, MODEL)
+  const config = JSON.parse(await readFile(join(demo, 'config.json'), 'utf8')) as ModelConfigInput
+  // Synthetic traffic carries each applicant's own entity features (a request has one user id for all its rows).
+  for (const f of config.features!.features) if (typeof f.source === 'object') f.source.overridable = true
+  await writeModelConfig(root, { ...config, version_policy: { all: true } })
+  const files = { model: await readFile(join(demo, '2', 'model.onnx')), baseline: await readFile(join(demo, '2', 'baseline.json')) }
+  for (const [version, variant] of Object.entries(versions)) {
+    await writeModelVersion(root, MODEL, Number(version), { 'model.onnx': editedModel(files.model, variant), 'baseline.json': files.baseline })
+  }
+  return { root, remove: () => rm(root, { recursive: true, force: true }) }
+}
