@@ -1,12 +1,13 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import onnxProto from 'onnx-proto'
-import { writeModelConfig, writeModelVersion } from '../../../backend/training/repository-writer.ts'
-import type { ModelConfigInput } from '../../../backend/repository/model-config.ts'
-import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
+import { writeModelConfig, writeModelVersion } from '../../backend/training/repository-writer.ts'
+import type { ModelConfigInput } from '../../backend/repository/model-config.ts'
 
 const { onnx } = onnxProto
+const DEMO_REPOSITORY = fileURLToPath(new URL('../../models', import.meta.url))
 const MODEL = 'credit-risk'
 /** The last Gemm's bias in the demo graph (see onnx-writer): one logit per label. */
 const OUTPUT_BIAS = 'dense2_bias'
@@ -27,7 +28,7 @@ const editedModel = (bytes: Uint8Array, variant: Variant): Uint8Array => {
 }
 
 /**
- * A repository serving credit-risk versions built from the demo's v2: each version is the same
+ * A repository (for `demo:canary` and the canary tests) serving credit-risk versions built from the demo's v2: each version is the same
  * network (and baseline) or an edited one, so a canary can be healthy, emit NaN, or predict
  * higher risk for the same inputs. Every version is loaded at start, and the entity features may
  * be sent in the request.

@@ -14,12 +14,19 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  * it, a fresh local API key — then a request that works as pasted. Ctrl-C stops everything.
  * With `REDIS_URL` set, the edge uses that Redis (features, rate limits, rollout state) through
  * the local Upstash REST adapter, seeded with the demo users.
+ *
+ * The rollout controller runs as in production, on the worker's Cron Trigger, fired here every
+ * `CONTROLLER_TICK_S` seconds (60); `CONTROLLER_*` and `MODEL_REPOSITORY` from the environment
+ * reach the worker and the backend (`demo:canary` uses them for a fast, scripted canary).
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BACKEND_PORT = process.env.BACKEND_PORT ?? '8000'
 const EDGE_PORT = process.env.EDGE_PORT ?? '8787'
 const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
+const TICK_S = Number(process.env.CONTROLLER_TICK_S ?? 60)
+/** `wrangler dev --test-scheduled` runs the scheduled handler on a GET of this path. */
+const SCHEDULED_PATH = '/__scheduled?cron=*+*+*+*+*'
 
 const children: ChildProcess[] = []
 let adapter: UpstashAdapter | undefined
@@ -96,21 +103,28 @@ const main = async () => {
     `BACKEND_URL=${BACKEND_URL}`,
     'ALLOWED_ORIGINS=http://127.0.0.1:5173,http://localhost:5173',
     ...(redis ? [`UPSTASH_REDIS_REST_URL=${redis.url}`, `UPSTASH_REDIS_REST_TOKEN=${redis.token}`] : []),
+    // Local overrides of the controller's wrangler.toml vars.
+    ...Object.entries(process.env).filter(([name]) => name.startsWith('CONTROLLER_') && name !== 'CONTROLLER_TICK_S').map(([name, value]) => `${name}=${value}`),
     '',
   ].join('\n'))
 
   start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: BACKEND_PORT, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
   await waitFor(`${BACKEND_URL}/v2/health/ready`)
   start('edge', process.execPath, [
-    'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', EDGE_PORT, '--show-interactive-dev-session=false', '--log-level', 'warn',
+    'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', EDGE_PORT, '--show-interactive-dev-session=false', '--log-level', 'warn', '--test-scheduled',
   ], { WRANGLER_SEND_METRICS: 'false' })
   await waitFor(`${EDGE_URL}/healthz`)
+  if (TICK_S > 0) {
+    const ticker = setInterval(() => void fetch(`${EDGE_URL}${SCHEDULED_PATH}`).then((r) => r.arrayBuffer(), () => undefined), TICK_S * 1000)
+    ticker.unref()
+  }
 
   const body = JSON.stringify({ instances: [exampleInstance()], entity: { user_id: 'u-1' } })
   process.stdout.write([
     '',
     `edge-infer is up: edge ${EDGE_URL} → backend ${BACKEND_URL}  (Ctrl-C stops both)`,
     `local API key (predict, admin): ${key}`,
+    `rollout controller: a tick every ${TICK_S > 0 ? `${TICK_S} s` : '(off)'}; tick now: curl -s '${EDGE_URL}${SCHEDULED_PATH}'`,
     'Try:',
     `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '${body}'`,
     '',

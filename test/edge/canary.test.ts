@@ -7,7 +7,7 @@ import { generateApplicants, type Applicant } from '../../backend/training/appli
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
 import { startReceiver, type Receiver } from './controller/receiver.ts'
-import { createCanaryRepository } from './support/canary-repository.ts'
+import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
 /**

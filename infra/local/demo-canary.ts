@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { generateApplicants, type Applicant } from '../../backend/training/applicants.ts'
+import type { HistoryEntry } from '../../edge/controller/history-store.ts'
+import type { Rollout } from '../../edge/routing/rollout.ts'
+import { createCanaryRepository } from './canary-repository.ts'
+
+/**
+ * `npm run demo:canary`: a rollout and two rollbacks as they happen. Runs `npm start` (the same
+ * launcher) on its own ports against a scratch repository of credit-risk versions — 1 stable,
+ * 2 the same network (healthy), 3 scoring everyone 1.5 logits riskier, 4 emitting NaN — then
+ * for each canary sends steady synthetic traffic through the edge to both arms, fires the
+ * controller's Cron Trigger after each round, and prints every decision the controller makes.
+ *
+ * The controller runs with no dwell time and one clean window per step so the demo takes a
+ * minute, not an hour; everything else (thresholds, 3 critical windows, NaN rule) is as deployed.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const BACKEND_PORT = process.env.BACKEND_PORT ?? '8100'
+const EDGE_PORT = process.env.EDGE_PORT ?? '8887'
+const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
+const MODEL = 'credit-risk'
+const ROWS_PER_ROUND = 1_100
+const ROWS_PER_REQUEST = 64
+const MAX_ROUNDS = 8
+
+const say = (line: string) => process.stdout.write(`${line}\n`)
+
+interface Stack {
+  key: string
+  stop(): Promise<void>
+}
+
+/** `npm start` as a child; resolves with the local admin key once it printed its banner. */
+const startStack = (repository: string): Promise<Stack> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        BACKEND_PORT, EDGE_PORT, MODEL_REPOSITORY: repository,
+        CONTROLLER_DWELL_MINUTES: '0', CONTROLLER_CLEAN_WINDOWS: '1', CONTROLLER_MIN_REQUESTS: '10',
+        // This script fires every tick itself, right after each round of traffic.
+        CONTROLLER_TICK_S: '0',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const exited = new Promise<void>((done) => child.once('exit', () => done()))
+    let key: string | undefined
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      key ??= /local API key \(predict, admin\): (\S+)/.exec(line)?.[1]
+      if (key && line.startsWith('rollout controller:')) resolve({ key, stop: () => (child.kill('SIGTERM'), exited) })
+    })
+    void exited.then(() => reject(new Error('npm start exited before the stack was up')))
+  })
+
+const main = async () => {
+  const repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: { shiftLogit: 1.5 }, 4: 'nan' })
+  say(`demo:canary — starting npm start on ${EDGE_URL} with a scratch repository (${repository.root})`)
+  const stack = await startStack(repository.root)
+  let seed = 90_000
+  const edge = (path: string, init: RequestInit = {}) =>
+    fetch(`${EDGE_URL}${path}`, { ...init, headers: { 'x-api-key': stack.key, 'content-type': 'application/json', ...init.headers } })
+
+  const traffic = async (version: number): Promise<Map<number, number>> => {
+    const statuses = new Map<number, number>()
+    const applicants: Applicant[] = generateApplicants(ROWS_PER_ROUND, seed++).applicants
+    for (let at = 0; at < applicants.length; at += ROWS_PER_REQUEST) {
+      const body = JSON.stringify({ instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `demo-${seed}` } })
+      const res = await edge(`/v1/models/${MODEL}/predict`, { method: 'POST', headers: { 'x-model-version': String(version) }, body })
+      await res.arrayBuffer()
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+    }
+    return statuses
+  }
+  const rollout = async () => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout
+  const history = async () => ((await (await edge(`/v1/models/${MODEL}/rollout/history?limit=1`)).json()) as { entries: HistoryEntry[] }).entries
+
+  const act = async (title: string, stable: number, candidate: number) => {
+    say(`\n== ${title}: canary v${candidate} at 1% beside stable v${stable} ==`)
+    const current = await edge(`/v1/models/${MODEL}/rollout`)
+    const put = await edge(`/v1/models/${MODEL}/rollout`, {
+      method: 'PUT',
+      headers: { 'if-match': current.headers.get('etag') ?? '*' },
+      body: JSON.stringify({
+        salt: `demo-${candidate}`,
+        arms: [{ variant: 'stable', version: stable, weight: 99 }, { variant: 'canary', version: candidate, weight: 1 }],
+        canary: { variant: 'canary', baseline_variant: 'stable' },
+      }),
+    })
+    if (put.status !== 200) throw new Error(`starting the canary answered ${put.status}: ${await put.text()}`)
+    let last: string | undefined
+    for (let round = 1; round <= MAX_ROUNDS && (await rollout()).canary; round++) {
+      const statuses = [await traffic(stable), await traffic(candidate)].map((s) => [...s].map(([code, n]) => `${n}×${code}`).join(' '))
+      await (await fetch(`${EDGE_URL}/__scheduled?cron=*+*+*+*+*`)).arrayBuffer()
+      const [entry] = await history()
+      const n = entry.numbers
+      const numbers = n ? `psi ${n.psi === null ? '-' : n.psi.toFixed(3)} (critical ${n.psi_critical.toFixed(2)}), NaN ${n.canary.nan_outputs}, rows ${n.stable.rows}/${n.canary.rows}` : ''
+      const line = entry.id === last ? 'no new decision' : `${entry.action.padEnd(8)} ${entry.from_weight}% → ${entry.to_weight}%  ${entry.reason}  [${numbers}]`
+      last = entry.id
+      say(`round ${round}: traffic stable ${statuses[0]}, canary ${statuses[1]} → ${line}`)
+    }
+    say(`weights now: ${(await rollout()).arms.map((a) => `${a.variant} v${a.version} ${a.weight}%`).join(', ')}`)
+  }
+
+  try {
+    await act('a healthy canary', 1, 2)
+    await act('a canary that scores everyone riskier', 2, 3)
+    await act('a canary that emits NaN', 2, 4)
+    say(`\nThe whole history: curl -s ${EDGE_URL}/v1/models/${MODEL}/rollout/history -H 'x-api-key: <the key npm start printed>'`)
+  } finally {
+    await stack.stop()
+    await repository.remove()
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`demo:canary failed: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exitCode = 1
+})
