@@ -43,7 +43,15 @@ const json = (name: keyof typeof schemas) => ({ content: { 'application/json': {
 const problems = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [String(s), { description: 'problem', content: { 'application/problem+json': { schema: ref('Problem') } } }]))
 const modelParam = { name: 'model', in: 'path', required: true, schema: { type: 'string' } }
+const versionParam = { name: 'version', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }
 const security = [{ bearer: [] }, { apiKey: [] }]
+const inferOperation = (parameters: object[]) => ({
+  summary: 'Open Inference Protocol pass-through',
+  parameters,
+  security,
+  requestBody: { required: true, ...json('InferRequest') },
+  responses: { '200': { description: 'infer response' }, ...problems(400, 401, 403, 404, 413, 415, 429, 503, 504) },
+})
 
 export const openApiDocument = () => ({
   openapi: '3.1.0',
@@ -67,15 +75,8 @@ export const openApiDocument = () => ({
         responses: { '200': { description: 'predictions', ...json('PredictResponse') }, ...problems(400, 401, 403, 404, 413, 415, 429, 502, 503, 504) },
       },
     },
-    '/v2/models/{model}/infer': {
-      post: {
-        summary: 'Open Inference Protocol pass-through',
-        parameters: [modelParam],
-        security,
-        requestBody: { required: true, ...json('InferRequest') },
-        responses: { '200': { description: 'infer response' }, ...problems(400, 401, 403, 404, 413, 415, 429, 503, 504) },
-      },
-    },
+    '/v2/models/{model}/infer': { post: inferOperation([modelParam]) },
+    '/v2/models/{model}/versions/{version}/infer': { post: inferOperation([modelParam, versionParam]) },
     '/v1/models': {
       get: { summary: 'Models a client may call', security, responses: { '200': { description: 'model names' }, ...problems(401, 503) } },
     },
@@ -90,6 +91,33 @@ export const openApiDocument = () => ({
         security,
         requestBody: { required: true, ...json('Rollout') },
         responses: { '200': { description: 'stored' }, ...problems(400, 401, 403, 404, 412) },
+      },
+    },
+    '/v1/models/{model}/rollout/history': {
+      get: {
+        summary: 'Rollout decisions (controller) and changes (PUT), newest first (admin)',
+        parameters: [modelParam, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } }],
+        security,
+        responses: { '200': { description: '{model, entries}' }, ...problems(400, 401, 403) },
+      },
+    },
+    '/v1/models/{model}/versions/{version}/drift': {
+      get: {
+        summary: "The backend's drift report of a version: per-feature statistics, thresholds and verdicts (admin)",
+        parameters: [
+          modelParam,
+          versionParam,
+          { name: 'window', in: 'query', schema: { type: 'string', default: '15m' }, description: 'e.g. 15m, 90, 2h (at most 3 h)' },
+        ],
+        security,
+        responses: { '200': { description: 'drift report' }, ...problems(400, 401, 403, 404, 502, 503) },
+      },
+    },
+    '/metrics': {
+      get: {
+        summary: 'Prometheus counters of input fixes per API key (admin)',
+        security,
+        responses: { '200': { description: 'text/plain; version=0.0.4' }, ...problems(401, 403) },
       },
     },
   },

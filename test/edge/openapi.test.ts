@@ -17,4 +17,15 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(doc.components.schemas.Rollout.properties ?? {})).toEqual(expect.arrayContaining(['salt', 'arms', 'pinnable', 'shadow']))
     expect(doc.components.schemas.Problem.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail']))
   })
+
+  it('documents every route the app answers, with its method', async () => {
+    const app = createApp()
+    const doc = (await (await app.request('/openapi.json')).json()) as { paths: Record<string, Record<string, unknown>> }
+    const served = app.routes
+      .filter((r) => r.method !== 'ALL' && !['/healthz', '/openapi.json'].includes(r.path))
+      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([a-z]+)/g, '{$1}')}`)
+    const documented = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m} ${path}`))
+    expect(new Set(served).size).toBeGreaterThan(8)
+    expect(documented).toEqual(expect.arrayContaining([...new Set(served)]))
+  })
 })
