@@ -2,7 +2,6 @@ import { Hono } from 'hono'
 import type { BackendDeps, BackendEnv } from './env.ts'
 import { InferenceError } from './errors.ts'
 import { errorFields } from './logger.ts'
-import { driftCountsRoutes } from './monitor/drift/counts-route.ts'
 import { driftRoutes } from './routes/drift.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inferRoutes } from './routes/infer.ts'
@@ -21,7 +20,6 @@ export const createApp = (deps: BackendDeps) => {
   app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))
   app.route('/', modelRoutes(deps))
-  app.route('/', driftCountsRoutes(deps))
   app.route('/', driftRoutes(deps))
   app.route('/', repositoryRoutes(deps))
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404))

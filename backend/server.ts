@@ -47,7 +47,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
     logger,
     metrics,
-    drift,
+    ...(settings.DRIFT_MONITORING === 'on' ? { drift } : {}),
   })
   const app = createApp({ settings, logger, manager, metrics })
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.

@@ -22,6 +22,8 @@ export const settingsSchema = z.object({
   /** Upstash Redis REST endpoint and token: replicas merge their drift counts there. Unset: each process counts alone. */
   UPSTASH_REDIS_REST_URL: z.url().optional(),
   UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional(),
+  /** `off` skips drift counting on the hot path (for the benchmark's comparison); the drift routes then 404. */
+  DRIFT_MONITORING: z.enum(['on', 'off']).default('on'),
   /** How often drift count deltas are sent to Redis. */
   DRIFT_FLUSH_MS: intFromEnv(10_000, 1),
 }).refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {

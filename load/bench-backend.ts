@@ -63,11 +63,11 @@ interface ServedMeasurement extends ServedRun {
 }
 
 /** Starts the real server, loads it, and reads the batch sizes it formed during the measured run. */
-const measureServer = async (workload: Workload, batching: 'on' | 'off', settings: BenchSettings): Promise<ServedMeasurement> => {
-  progress(`${workload.model}: server BATCHING=${batching}`)
+const measureServer = async (workload: Workload, batching: 'on' | 'off', settings: BenchSettings, monitoring: 'on' | 'off' = 'on'): Promise<ServedMeasurement> => {
+  progress(`${workload.model}: server BATCHING=${batching} DRIFT_MONITORING=${monitoring}`)
   let server: ServerProcess | undefined
   try {
-    server = await startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, BATCHING: batching })
+    server = await startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, BATCHING: batching, DRIFT_MONITORING: monitoring })
     await waitReady(server.url)
     const url = inferUrl(server.url, workload.model)
     const sampleResponse = await primeInfer(url, workload.body)
@@ -123,6 +123,8 @@ const measureInProcess = async (workload: Workload, version: string, batchSize: 
 const benchModel = async (workload: Workload, checkAgainstHttp: boolean, settings: BenchSettings): Promise<ModelResults> => {
   const unbatched = await measureServer(workload, 'off', settings)
   const batched = await measureServer(workload, 'on', settings)
+  // Drift counting costs only where the model ships a baseline to count against.
+  const unmonitored = workload.monitored ? await measureServer(workload, 'on', settings, 'off') : undefined
   const httpCeiling = await measureHttpCeiling(workload, unbatched.sampleResponse, settings)
   if (!Number.isFinite(batched.meanBatch)) throw new Error(`${workload.model}: the batched run executed no batches`)
   const b = Math.max(1, Math.round(batched.meanBatch))
@@ -137,6 +139,7 @@ const benchModel = async (workload: Workload, checkAgainstHttp: boolean, setting
     httpCeiling,
     unbatched: { load: unbatched.load, meanBatch: unbatched.meanBatch },
     batched: { load: batched.load, meanBatch: batched.meanBatch },
+    ...(unmonitored ? { unmonitored: { load: unmonitored.load, meanBatch: unmonitored.meanBatch } } : {}),
     checkAgainstHttp,
   }
 }

@@ -20,6 +20,8 @@ export interface ModelResults {
   httpCeiling: LoadResult
   unbatched: ServedRun
   batched: ServedRun
+  /** Batching on, drift counting off: the comparison for the monitoring overhead (models with a baseline). */
+  unmonitored?: ServedRun
   /** Whether the "batched beats the HTTP ceiling" target applies (the tiny model only). */
   checkAgainstHttp: boolean
 }
@@ -64,5 +66,9 @@ export const checksFor = (r: ModelResults): Check[] => {
     ),
   ]
   if (r.checkAgainstHttp) checks.push(check(r.model, 'batched ÷ H', `${k(batched)} ÷ ${k(http)}`, batched / http, 1))
+  if (r.unmonitored) {
+    const off = rowsPerSec(r.unmonitored.load, r.rowsPerRequest)
+    checks.push(check(r.model, 'drift monitoring on ÷ off', `${k(batched)} ÷ ${k(off)}`, batched / off, 0.95))
+  }
   return checks
 }

@@ -38,6 +38,7 @@ export const formatMeasurements = (results: readonly ModelResults[]): string =>
       loadRow(r.model, 'H http ceiling (no model)', r.httpCeiling, r.rowsPerRequest, 1),
       loadRow(r.model, 'server BATCHING=off', r.unbatched.load, r.rowsPerRequest, r.unbatched.meanBatch),
       loadRow(r.model, 'server BATCHING=on', r.batched.load, r.rowsPerRequest, r.batched.meanBatch),
+      ...(r.unmonitored ? [loadRow(r.model, 'server BATCHING=on DRIFT_MONITORING=off', r.unmonitored.load, r.rowsPerRequest, r.unmonitored.meanBatch)] : []),
     ]),
     MEASUREMENTS_ALIGN,
   )

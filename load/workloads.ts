@@ -21,6 +21,8 @@ export interface Workload {
   row: Float32Array
   /** model.onnx of the version that serves unversioned requests. */
   modelPath(version: string): string
+  /** Whether the model ships a drift baseline, so the server counts its traffic. */
+  monitored: boolean
 }
 
 /** Four decimals keep the body the size a real client's would be, not 17-digit float noise. */
@@ -81,6 +83,7 @@ export const creditRiskWorkload = async (rowsPerRequest = 1): Promise<Workload> 
     inputName: spec.input,
     row,
     modelPath: (version) => join(repository, model, version, 'model.onnx'),
+    monitored: true,
   }
 }
 
@@ -105,5 +108,6 @@ export const computeBoundWorkload = async (rowsPerRequest = 1): Promise<Workload
     inputName: input,
     row,
     modelPath: (version) => join(repository, built.name, version, 'model.onnx'),
+    monitored: false,
   }
 }

@@ -2,6 +2,7 @@ import { Hono } from 'hono'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 import { badRequest, notFound, unavailable } from '../errors.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
+import type { DriftCounter } from '../monitor/drift/counter.ts'
 import { MINUTE_MS, RETAINED_MINUTES } from '../monitor/drift/minute-buckets.ts'
 import { readReportBaseline, type ReportBaseline } from '../monitor/drift/report-baseline.ts'
 import { driftReport, type DriftReport } from '../monitor/drift/report.ts'
@@ -23,13 +24,20 @@ export const parseWindow = (query: string | undefined): number => {
 
 const baselines = new WeakMap<ModelVersion, Promise<ReportBaseline>>()
 
+const counterOf = (served: ModelVersion): DriftCounter => {
+  if (served.drift) return served.drift
+  throw notFound(`model "${served.model}" version ${served.version} has no drift monitoring: it lacks a baseline or a feature spec that fits it`)
+}
+
+/** With Redis configured, counts are every replica's, and reading them fails when Redis does. */
+const unreadable = (err: unknown) => unavailable(`drift counts could not be read: ${(err as Error).message}`, 1)
+
 /**
  * The drift report of a served version over the last `minutes`, with the alert rule run over
  * the windows of the same length before it (as many as the retained minutes hold, at most 6).
  */
 export const versionDriftReport = async (served: ModelVersion, minutes: number, now = Date.now()): Promise<DriftReport> => {
-  const counter = served.drift
-  if (!counter) throw notFound(`model "${served.model}" version ${served.version} has no drift monitoring: it lacks a baseline or a feature spec that fits it`)
+  const counter = counterOf(served)
   let baseline = baselines.get(served)
   if (!baseline) baselines.set(served, (baseline = readReportBaseline(served.disk.path)))
   const reference = await baseline.catch((err: Error) => {
@@ -41,16 +49,31 @@ export const versionDriftReport = async (served: ModelVersion, minutes: number, 
     const important = new Set(served.config.features?.features.filter((f) => f.important).map((f) => f.name))
     return driftReport(reference, important, windows)
   } catch (err) {
-    throw unavailable(`drift counts could not be read: ${(err as Error).message}`, 1)
+    throw unreadable(err)
   }
 }
 
-/** `GET /v2/models/{m}/versions/{v}/drift[?window=15m]`: statistics, thresholds and verdicts per feature. */
-export const driftRoutes = ({ manager }: BackendDeps) =>
-  new Hono<BackendEnv>().get('/v2/models/:model/versions/:version/drift', async (c) => {
-    const { model, version } = c.req.param()
-    const minutes = parseWindow(c.req.query('window'))
-    const served = await manager.serving(model, version)
-    if (!served) throw notFound(`model "${model}" version ${version} is not loaded`)
-    return c.json(await versionDriftReport(served, minutes))
-  })
+const servedVersion = async ({ manager }: BackendDeps, model: string, version: string): Promise<ModelVersion> => {
+  const served = await manager.serving(model, version)
+  if (!served) throw notFound(`model "${model}" version ${version} is not loaded`)
+  return served
+}
+
+/**
+ * `GET /v2/models/{m}/versions/{v}/drift[?window=15m]`: statistics, thresholds and verdicts per
+ * feature; `…/drift/counts[?window=]`: the raw merged bin counts (`DriftCounts`) they come from.
+ */
+export const driftRoutes = (deps: BackendDeps) =>
+  new Hono<BackendEnv>()
+    .get('/v2/models/:model/versions/:version/drift', async (c) => {
+      const minutes = parseWindow(c.req.query('window'))
+      const served = await servedVersion(deps, c.req.param('model'), c.req.param('version'))
+      return c.json(await versionDriftReport(served, minutes))
+    })
+    .get('/v2/models/:model/versions/:version/drift/counts', async (c) => {
+      const minutes = parseWindow(c.req.query('window'))
+      const counter = counterOf(await servedVersion(deps, c.req.param('model'), c.req.param('version')))
+      return c.json(await counter.window(minutes).catch((err: unknown) => {
+        throw unreadable(err)
+      }))
+    })

@@ -86,4 +86,15 @@ describe('GET /v2/models/{m}/versions/{v}/drift', () => {
     }
     expect((await report('', 9)).status).toBe(404)
   })
+
+  it('counts nothing with DRIFT_MONITORING=off, and says so', async () => {
+    const off = await startBackend({ MODEL_REPOSITORY: 'models', DRIFT_MONITORING: 'off' })
+    try {
+      const res = await fetch(`${off.url}/v2/models/credit-risk/versions/2/drift`)
+      expect(res.status).toBe(404)
+      expect(((await res.json()) as { error: string }).error).toMatch(/no drift monitoring/)
+    } finally {
+      await off.stop()
+    }
+  })
 })

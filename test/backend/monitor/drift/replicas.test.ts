@@ -52,7 +52,7 @@ const infer = async (backend: BackendProcess, count: number, from: number) => {
 }
 
 const view = async (backend: BackendProcess): Promise<DriftCounts> => {
-  const res = await fetch(`${backend.url}/v2/models/${MODEL}/versions/${VERSION}/drift/counts?minutes=10`)
+  const res = await fetch(`${backend.url}/v2/models/${MODEL}/versions/${VERSION}/drift/counts?window=10m`)
   expect(res.status).toBe(200)
   return (await res.json()) as DriftCounts
 }
@@ -102,7 +102,7 @@ describe('drift counts of two backend processes merged through Redis', () => {
 
   it('answers 400 for a bad window and 404 for a version it does not count', async () => {
     const counts = (path: string) => fetch(`${fast.url}/v2/models/${MODEL}/versions/${path}`)
-    expect((await counts(`${VERSION}/drift/counts?minutes=181`)).status).toBe(400)
+    expect((await counts(`${VERSION}/drift/counts?window=181`)).status).toBe(400)
     expect((await counts('9/drift/counts')).status).toBe(404)
   })
 
