@@ -44,11 +44,23 @@ export const bytesToHex = (bytes: Uint8Array): string => {
   return hex
 }
 
+/** Lowercase hex digits by char code. */
+const NIBBLE: ReadonlyArray<number | undefined> = Array.from({ length: 128 }, (_, code) => {
+  const digit = '0123456789abcdef'.indexOf(String.fromCharCode(code))
+  return digit === -1 ? undefined : digit
+})
+
 /** Bytes of a lowercase hex SHA-256 digest; undefined for anything else. */
 export const digestFromHex = (hex: string): Uint8Array | undefined => {
-  if (!SHA256_HEX.test(hex)) return undefined
-  const bytes = new Uint8Array(hex.length / 2)
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+  if (hex.length !== 64) return undefined
+  const bytes = new Uint8Array(32)
+  // Char codes, not parseInt of slices: every request with a key takes this path.
+  for (let i = 0; i < 32; i++) {
+    const high = NIBBLE[hex.charCodeAt(2 * i)]
+    const low = NIBBLE[hex.charCodeAt(2 * i + 1)]
+    if (high === undefined || low === undefined) return undefined
+    bytes[i] = (high << 4) | low
+  }
   return bytes
 }
 

@@ -17,17 +17,20 @@ export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOp
       await next()
     } finally {
       const assignment = c.get('assignment')
+      // JSON.stringify leaves out undefined fields: an unrouted request's line has no model.
       write(JSON.stringify({
         level: 'info',
         msg: 'request',
         request_id: c.get('requestId'),
-        trace_id: c.get('traceparent')?.split('-')[1],
+        trace_id: c.get('traceparent')?.slice(3, 35),
         method: c.req.method,
         path: c.req.path,
         status: c.res.status,
         duration_ms: Date.now() - started,
         caller: c.get('caller')?.name,
-        ...(assignment ? { model: c.get('model')?.name, version: assignment.version, variant: assignment.variant } : {}),
+        model: assignment && c.get('model')?.name,
+        version: assignment?.version,
+        variant: assignment?.variant,
         normalized_fixes: c.get('normalizedFixes'),
         features_degraded: c.get('featuresDegraded'),
       }))

@@ -146,16 +146,17 @@ const normalizeFeature = (f: Feature, value: unknown, path: readonly PropertyKey
   return value
 }
 
-/** Copy-on-write over a record's entries: the same object back when nothing changed. */
+/** Copy-on-write over a record's entries: the same object back, nothing allocated, when nothing changed. */
 const mapRecord = (record: Record<string, unknown>, fn: (key: string, value: unknown) => unknown): Record<string, unknown> => {
-  let changed = false
-  const entries = Object.entries(record).map(([key, value]): [string, unknown] => {
-    const next = fn(key, value)
-    if (next !== value) changed = true
-    return [key, next]
-  })
+  const keys = Object.keys(record)
+  let values: unknown[] | undefined
+  for (let i = 0; i < keys.length; i++) {
+    const value = record[keys[i]]
+    const next = fn(keys[i], value)
+    if (next !== value) (values ??= keys.map((key) => record[key]))[i] = next
+  }
   // Object.fromEntries defines own properties, so a "__proto__" key stays a plain key.
-  return changed ? Object.fromEntries(entries) : record
+  return values ? Object.fromEntries(keys.map((key, i) => [key, values[i]])) : record
 }
 
 /** A string that is itself a JSON object or array: the value was JSON-encoded twice. */

@@ -67,8 +67,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (this.#counts.size > this.#maxIds) this.#counts.delete(this.#counts.keys().next().value!)
 
     const elapsed = now - window * windowMs
-    const fits = (previous: number, current: number, at: number) => previous * (windowMs - at) + (current + 1) * windowMs <= max * windowMs
-    const success = fits(counts.previous, counts.current, elapsed)
+    const success = counts.previous * (windowMs - elapsed) + (counts.current + 1) * windowMs <= max * windowMs
     if (success) counts.current += 1
     // Scaled by windowMs: how many more requests fit now.
     const used = counts.previous * (windowMs - elapsed) + counts.current * windowMs

@@ -1,5 +1,5 @@
 import type { Context } from 'hono'
-import { encodeInstance, specWidth } from '../../shared/feature-spec.ts'
+import { type FeatureSpec, encodeInstance, specWidth } from '../../shared/feature-spec.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../shared/protocol.ts'
 import type { ModelDescription } from '../catalog/model-catalog.ts'
@@ -25,12 +25,12 @@ export interface PredictHandlerOptions {
 
 /** Turns one row of class probabilities into the label the model's postprocess names. */
 export const toPrediction = (probabilities: readonly number[], post: ModelDescription['postprocess']): Prediction => {
-  if (probabilities.length !== post.labels.length || probabilities.some((p) => typeof p !== 'number' || !Number.isFinite(p))) {
+  if (probabilities.length !== post.labels.length || !probabilities.every(Number.isFinite)) {
     throw new Problem(502, 'Bad Gateway', 'the model returned a non-finite or misshapen output; the request was not answered with it', { slug: 'bad-model-output' })
   }
   let best = 0
   if (post.labels.length === 2 && post.threshold !== undefined) best = probabilities[1] >= post.threshold ? 1 : 0
-  else probabilities.forEach((p, i) => (best = p > probabilities[best] ? i : best))
+  else for (let i = 1; i < probabilities.length; i++) if (probabilities[i] > probabilities[best]) best = i
   return {
     label: post.labels[best],
     probability: probabilities[best],
@@ -45,7 +45,17 @@ const predictionsOf = (response: InferResponse, model: ModelDescription, rows: n
   if (!output || output.data.length !== rows * classes) {
     throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${rows} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
   }
-  return Array.from({ length: rows }, (_, r) => toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
+  const predictions: Prediction[] = []
+  for (let r = 0; r < rows; r++) predictions.push(toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
+  return predictions
+}
+
+const widths = new WeakMap<FeatureSpec, number>()
+/** The spec's tensor width, summed once per spec object. */
+const widthOf = (spec: FeatureSpec): number => {
+  let width = widths.get(spec)
+  if (width === undefined) widths.set(spec, (width = specWidth(spec)))
+  return width
 }
 
 /**
@@ -74,12 +84,12 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const model = c.get('model')
     const { version, variant } = c.get('assignment')
     const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
-    const width = specWidth(model.spec)
+    const width = widthOf(model.spec)
     const row = new Float32Array(width)
-    const data: number[] = []
-    for (const instance of unique) {
-      encodeInstance(model.spec, instance, row)
-      for (const v of row) data.push(v)
+    const data = new Array<number>(unique.length * width)
+    for (let u = 0; u < unique.length; u++) {
+      encodeInstance(model.spec, unique[u], row)
+      for (let k = 0; k < width; k++) data[u * width + k] = row[k]
     }
     const request: InferRequest = {
       id: c.get('requestId'),
