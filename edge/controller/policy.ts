@@ -89,9 +89,13 @@ const quote = (w: ArmWindow): ArmNumbers => ({
 const percent = (rate: number): string => `${(rate * 100).toFixed(2)}%`
 const drifting = (w: ArmWindow): boolean => w.input_drift === 'warning' || w.input_drift === 'critical'
 
-/** Minutes of traffic a tick reads: the time at the current weight, at least 1, at most the configured maximum. */
+/**
+ * Minutes of traffic a tick reads: the backend's one-minute buckets from the one the step began in
+ * through the current one (so no traffic of the step falls outside when a round straddles a
+ * minute), at most the configured maximum.
+ */
 export const windowMinutes = (stepStartedAt: number, now: number, config: ControllerConfig): number =>
-  Math.min(config.maxWindowMinutes, Math.max(1, Math.floor((now - stepStartedAt) / 60_000)))
+  Math.min(config.maxWindowMinutes, Math.max(1, Math.floor(now / 60_000) - Math.floor(stepStartedAt / 60_000) + 1))
 
 /**
  * What to do with a canary after one window, canary against stable on the same traffic, first

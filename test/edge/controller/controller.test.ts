@@ -52,8 +52,8 @@ describe('controller tick', () => {
     }
     expect(moves).toEqual(['minute 10: applied step 1→5', 'minute 20: applied step 5→20', 'minute 30: applied step 20→50', 'minute 40: applied promote 50→100'])
     expect((await stored()).rollout).toEqual({ salt: 'exp', arms: [{ variant: 'stable', version: 3, weight: 100 }], pinnable: [] })
-    // The window grows with the time at a weight: 1 to 10 minutes, four times over.
-    const oneStep = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    // The window grows with the time at a weight: the step's first minute bucket through the current one, 2 to 11, four times over.
+    const oneStep = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     expect(source.reads.filter((r) => r.version === 3).map((r) => r.minutes)).toEqual([...oneStep, ...oneStep, ...oneStep, ...oneStep])
     const entries = await history.list(MODEL, 100)
     // Holds are recorded when their reason changes: once per step, not once a minute.
@@ -68,7 +68,7 @@ describe('controller tick', () => {
       'hold dwelling at 1% for 10 min',
     ])
     expect(entries[0]).toMatchObject({ model: MODEL, actor: 'controller', variant: 'canary', from_weight: 50, to_weight: 100, time: new Date(T0 + 40 * MINUTE).toISOString() })
-    expect(entries[0].numbers).toMatchObject({ window_minutes: 10, stable: { version: 2, rows: 5_000 }, canary: { version: 3 }, psi: 0, clean_streak: 3 })
+    expect(entries[0].numbers).toMatchObject({ window_minutes: 11, stable: { version: 2, rows: 5_000 }, canary: { version: 3 }, psi: 0, clean_streak: 3 })
     expect(notified).toEqual([...entries].reverse())
     expect(await tickAt(41, tick)).toEqual([])
   })

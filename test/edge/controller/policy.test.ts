@@ -170,10 +170,13 @@ describe('steps and promotion', () => {
 })
 
 describe('window length', () => {
-  it('is the whole minutes since the step started, from 1 to the configured maximum', () => {
+  it('spans the minute buckets from the step start's through the current one, at most the configured maximum', () => {
     expect(windowMinutes(T0, T0, config)).toBe(1)
-    expect(windowMinutes(T0, T0 + 90_000, config)).toBe(1)
-    expect(windowMinutes(T0, T0 + 17 * MINUTE, config)).toBe(17)
+    expect(windowMinutes(T0, T0 + 59_999, config)).toBe(1)
+    // A step begun late in a minute and read early in the next needs both minutes.
+    expect(windowMinutes(T0 + 59_000, T0 + 61_000, config)).toBe(2)
+    expect(windowMinutes(T0, T0 + 90_000, config)).toBe(2)
+    expect(windowMinutes(T0, T0 + 17 * MINUTE, config)).toBe(18)
     expect(windowMinutes(T0, T0 + 600 * MINUTE, config)).toBe(60)
   })
 })
