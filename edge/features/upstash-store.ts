@@ -1,4 +1,4 @@
-import { Redis } from '@upstash/redis'
+import { createUpstashClient, type UpstashClientOptions } from '../../shared/upstash-client.ts'
 import { featureKey, type FeatureStore, type StoredFeatures } from './feature-store.ts'
 
 /**
@@ -11,39 +11,10 @@ export interface HashReader {
   hgetall(key: string): Promise<unknown>
 }
 
-export interface UpstashFeatureStoreOptions {
-  /** Upstash REST endpoint and bearer token (`UPSTASH_REDIS_REST_URL` / `_TOKEN`). */
-  url: string
-  token: string
-  /**
-   * Hard cap on one HTTP request to Upstash (default 2000 ms). The caller's time budget is
-   * shorter (CachedFeatureStore); this only stops abandoned requests from piling up.
-   */
-  requestTimeoutMs?: number
+export interface UpstashFeatureStoreOptions extends UpstashClientOptions {
   /** A ready client instead of building one from `url`/`token` (tests). */
   client?: HashReader
 }
-
-/**
- * Builds the `@upstash/redis` client the way the edge needs it in workerd and Node alike:
- * - values come back as stored strings (`automaticDeserialization: false`; `"007"` stays `"007"`),
- * - no retries (a read has a budget of tens of milliseconds; the breaker and the stale cache
- *   deal with outages), no telemetry headers, no sync-token bookkeeping,
- * - every request gets a fresh abort signal (a function, so an abort rejects instead of
- *   resolving to the abort reason as a static signal would).
- * `@upstash/redis` calls the global `fetch` at call time (`fetch(url, init)`); no bare `fetch`
- * reference is held anywhere, which workerd would refuse with "Illegal invocation".
- */
-export const createUpstashClient = ({ url, token, requestTimeoutMs = 2_000 }: Omit<UpstashFeatureStoreOptions, 'client'>): Redis =>
-  new Redis({
-    url,
-    token,
-    automaticDeserialization: false,
-    retry: false,
-    enableTelemetry: false,
-    readYourWrites: false,
-    signal: () => AbortSignal.timeout(requestTimeoutMs),
-  })
 
 const asString = (value: unknown): string => (typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value))
 

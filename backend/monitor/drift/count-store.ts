@@ -1,4 +1,4 @@
-import { createUpstashClient } from '../../../edge/features/upstash-store.ts'
+import { createUpstashClient } from '../../../shared/upstash-client.ts'
 import type { DriftLayout } from './layout.ts'
 
 /** Hashes outlive the longest window (180 minutes) with room for a late reader. */

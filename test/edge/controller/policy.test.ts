@@ -159,7 +159,7 @@ describe('steps and promotion', () => {
   it('quotes the numbers behind the decision', () => {
     const { decision } = decide(input({ now: T0 + 12 * MINUTE }))
     expect(decision.numbers).toMatchObject({
-      window_minutes: 12,
+      window_minutes: 13, // the step's first minute bucket through the current one
       stable: { version: 2, rows: 5_000, error_rate: 0, p95_ms: 12, nan_outputs: 0, input_drift: 'ok' },
       canary: { version: 3, rows: 5_000 },
       psi: 0,
@@ -170,7 +170,7 @@ describe('steps and promotion', () => {
 })
 
 describe('window length', () => {
-  it('spans the minute buckets from the step start's through the current one, at most the configured maximum', () => {
+  it("spans the minute buckets from the step start's through the current one, at most the configured maximum", () => {
     expect(windowMinutes(T0, T0, config)).toBe(1)
     expect(windowMinutes(T0, T0 + 59_999, config)).toBe(1)
     // A step begun late in a minute and read early in the next needs both minutes.

@@ -1,0 +1,31 @@
+import { Redis } from '@upstash/redis'
+
+export interface UpstashClientOptions {
+  /** Upstash REST endpoint and bearer token (`UPSTASH_REDIS_REST_URL` / `_TOKEN`). */
+  url: string
+  token: string
+  /** Hard cap on one HTTP request (default 2000 ms): abandoned requests must not pile up. */
+  requestTimeoutMs?: number
+}
+
+/**
+ * Builds the `@upstash/redis` client the way both tiers need it, in workerd and Node alike:
+ * - values come back as stored strings (`automaticDeserialization: false`; `"007"` stays `"007"`),
+ * - no retries (callers own their budgets: the edge's feature reads have tens of milliseconds
+ *   and a breaker, the backend's drift flush resends what did not land), no telemetry headers,
+ *   no sync-token bookkeeping,
+ * - every request gets a fresh abort signal (a function, so an abort rejects instead of
+ *   resolving to the abort reason as a static signal would).
+ * `@upstash/redis` calls the global `fetch` at call time (`fetch(url, init)`); no bare `fetch`
+ * reference is held anywhere, which workerd would refuse with "Illegal invocation".
+ */
+export const createUpstashClient = ({ url, token, requestTimeoutMs = 2_000 }: UpstashClientOptions): Redis =>
+  new Redis({
+    url,
+    token,
+    automaticDeserialization: false,
+    retry: false,
+    enableTelemetry: false,
+    readYourWrites: false,
+    signal: () => AbortSignal.timeout(requestTimeoutMs),
+  })
