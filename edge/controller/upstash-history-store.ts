@@ -13,8 +13,21 @@ export class UpstashHistoryStore implements HistoryStore {
   }
 
   async list(model: string, limit: number): Promise<HistoryEntry[]> {
-    const raw = await this.redis.lrange<HistoryEntry | string>(key(model), 0, limit - 1)
-    // @upstash/redis parses JSON members unless automatic deserialization is off.
-    return raw.map((e) => (typeof e === 'string' ? (JSON.parse(e) as HistoryEntry) : e))
+    const raw = await this.redis.lrange<unknown>(key(model), 0, limit - 1)
+    // @upstash/redis parses JSON members unless automatic deserialization is off; anything that is
+    // not an entry (written by hand, truncated) is left out rather than failing the whole list.
+    return raw.map((e) => (typeof e === 'string' ? parsed(e) : e)).filter(isEntry)
   }
 }
+
+const parsed = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+const isEntry = (value: unknown): value is HistoryEntry =>
+  typeof value === 'object' && value !== null &&
+  ['id', 'model', 'time', 'actor', 'action', 'reason'].every((field) => typeof (value as Record<string, unknown>)[field] === 'string')

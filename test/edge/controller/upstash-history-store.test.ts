@@ -48,3 +48,13 @@ describe.each([
     expect(await store.list('never-seen', 10)).toEqual([])
   })
 })
+
+describe('UpstashHistoryStore with foreign list members', () => {
+  it('leaves out what is not an entry instead of failing the whole history', async () => {
+    const store = new UpstashHistoryStore(client, 10)
+    await store.append(entry('mixed', 1))
+    await client.lpush('rollout-history:mixed', '{"truncated": ', '"just a string"', JSON.stringify({ id: 'x' }))
+    await store.append(entry('mixed', 2))
+    expect((await store.list('mixed', 10)).map((e) => e.id)).toEqual(['id-2', 'id-1'])
+  })
+})
