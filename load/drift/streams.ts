@@ -3,7 +3,6 @@ import { join } from 'node:path'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { createLogger } from '../../backend/logger.ts'
 import { alertRule, type AlertState, type Verdict } from '../../backend/monitor/drift/alert-rule.ts'
-import { readBaseline } from '../../backend/monitor/drift/baseline-file.ts'
 import type { DriftCounter } from '../../backend/monitor/drift/counter.ts'
 import { driftLayout } from '../../backend/monitor/drift/layout.ts'
 import { MINUTE_MS } from '../../backend/monitor/drift/minute-buckets.ts'
@@ -37,11 +36,10 @@ export interface DriftBench {
 export const openDriftBench = async (versionDir: string): Promise<DriftBench> => {
   const config = modelConfig.parse(JSON.parse(await readFile(join(versionDir, '..', 'config.json'), 'utf8')))
   const baseline = await readReportBaseline(versionDir)
-  const bins = await readBaseline(versionDir)
-  if (!config.features || !bins) throw new Error(`${versionDir} has no feature spec or baseline`)
+  if (!config.features) throw new Error(`${versionDir} has no feature spec`)
   let now = 0
   const monitor = new DriftMonitor({ logger: createLogger('silent'), now: () => now })
-  const counter = monitor.counter(driftLayout(config.name, baseline.version, config, bins))
+  const counter = monitor.counter(driftLayout(config.name, baseline.version, config, baseline))
   const session = await InferenceSession.create(join(versionDir, 'model.onnx'), { intraOpNumThreads: 1 })
   const input = config.features.input
   const output = config.postprocess!.output
@@ -59,6 +57,12 @@ export const openDriftBench = async (versionDir: string): Promise<DriftBench> =>
     release: () => session.release(),
   }
 }
+
+/** Counts rows `x` with class probabilities `p` ([rows, 2]) as the backend counts a served request. */
+const record = (bench: DriftBench, x: Matrix, p: Float32Array): void =>
+  bench.counter.record({ [bench.spec.input]: { datatype: 'FP32', dims: [x.rows, x.cols], data: x.data } }, x.rows, {
+    [bench.counter.output]: { datatype: 'FP32', dims: [x.rows, 2], data: p },
+  })
 
 export interface WindowVerdicts {
   /** Feature name (and `prediction`) → this window's verdict. */
@@ -94,9 +98,7 @@ export const runStream = async (
       p[r * 2 + 1] = q
     }
     const minute = bench.nextMinute()
-    bench.counter.record({ [bench.spec.input]: { datatype: 'FP32', dims: [x.rows, x.cols], data: x.data } }, x.rows, {
-      [bench.counter.output]: { datatype: 'FP32', dims: [x.rows, 2], data: p },
-    })
+    record(bench, x, p)
     const report = driftReport(bench.baseline, bench.important, [await bench.counter.window(1, minute)])
     const verdicts = new Map<string, Verdict>([...report.features.map((f) => [f.name, f.verdict] as const), ['prediction', report.prediction.verdict]])
     const alerting = new Map<string, boolean>()
@@ -119,17 +121,13 @@ export const countingCost = async (bench: DriftBench, windows: number): Promise<
     const x = encodeRows(bench.spec, generateApplicants(WINDOW_ROWS, SEED_BASE - 1 - w).applicants)
     batches.push({ x, p: new Float32Array(x.rows * 2).fill(0.5) })
   }
-  const record = () => {
-    for (const { x, p } of batches) {
-      bench.counter.record({ [bench.spec.input]: { datatype: 'FP32', dims: [x.rows, x.cols], data: x.data } }, x.rows, {
-        [bench.counter.output]: { datatype: 'FP32', dims: [x.rows, 2], data: p },
-      })
-    }
+  const recordAll = () => {
+    for (const { x, p } of batches) record(bench, x, p)
   }
-  record()
+  recordAll()
   const started = process.hrtime.bigint()
   const rounds = 5
-  for (let i = 0; i < rounds; i++) record()
+  for (let i = 0; i < rounds; i++) recordAll()
   const usPerRow = Number(process.hrtime.bigint() - started) / 1e3 / (rounds * windows * WINDOW_ROWS)
   return { usPerRow, usPerFeatureRow: usPerRow / bench.spec.features.length }
 }

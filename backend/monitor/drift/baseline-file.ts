@@ -5,7 +5,7 @@ import { z } from 'zod'
 export const BASELINE_FILE = 'baseline.json'
 
 const ascending = (edges: readonly number[]) => edges.every((e, i) => i === 0 || edges[i - 1] < e)
-const edges = z.array(z.number()).refine(ascending, 'edges must be strictly ascending')
+export const edges = z.array(z.number()).refine(ascending, 'edges must be strictly ascending')
 
 /**
  * The part of `baseline.json` (backend/training/baseline.ts) that fixes the bins. Other fields
@@ -24,8 +24,11 @@ export const driftBaseline = z.object({
 
 export type DriftBaseline = z.infer<typeof driftBaseline>
 
-/** The baseline of a version folder; undefined when it ships none, an error when it is malformed. */
-export const readBaseline = async (dir: string): Promise<DriftBaseline | undefined> => {
+/**
+ * `baseline.json` of a version folder checked against `schema` (each reader checks the part it
+ * uses); undefined when the folder ships none, an error saying `what` is wrong otherwise.
+ */
+export const parseBaselineFile = async <T>(dir: string, schema: z.ZodType<T>, invalid: string): Promise<T | undefined> => {
   let text: string
   try {
     text = await readFile(join(dir, BASELINE_FILE), 'utf8')
@@ -33,7 +36,10 @@ export const readBaseline = async (dir: string): Promise<DriftBaseline | undefin
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw err
   }
-  const parsed = driftBaseline.safeParse(JSON.parse(text))
-  if (!parsed.success) throw new Error(`${BASELINE_FILE} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
+  const parsed = schema.safeParse(JSON.parse(text))
+  if (!parsed.success) throw new Error(`${BASELINE_FILE} ${invalid}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
   return parsed.data
 }
+
+/** The bins of a version folder's baseline; undefined when it ships none, an error when it is malformed. */
+export const readBaseline = (dir: string): Promise<DriftBaseline | undefined> => parseBaselineFile(dir, driftBaseline, 'is invalid')

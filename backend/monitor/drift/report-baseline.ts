@@ -1,8 +1,6 @@
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { z } from 'zod'
 import { BASELINE_FORMAT } from '../../training/baseline.ts'
-import { BASELINE_FILE } from './baseline-file.ts'
+import { BASELINE_FILE, edges, parseBaselineFile } from './baseline-file.ts'
 
 const counts = z.array(z.number().nonnegative())
 const thresholds = z.object({ statistic: z.literal('psi'), window: z.number().int().positive(), warning: z.number().positive(), critical: z.number().positive() }).passthrough()
@@ -15,10 +13,10 @@ const reportBaseline = z.object({
   version: z.number().int(),
   rows: z.number().int().positive(),
   features: z.array(z.discriminatedUnion('kind', [
-    z.object({ ...common, kind: z.literal('numeric'), edges: z.array(z.number()), counts, min: z.number(), max: z.number() }),
+    z.object({ ...common, kind: z.literal('numeric'), edges, counts, min: z.number(), max: z.number() }),
     z.object({ ...common, kind: z.literal('categorical'), categories: z.array(z.string()), counts: z.record(z.string(), z.number().nonnegative()) }),
   ])),
-  prediction: z.object({ edges: z.array(z.number()), counts, class_counts: z.record(z.string(), z.number()), thresholds }),
+  prediction: z.object({ edges, counts, class_counts: z.record(z.string(), z.number()), thresholds }),
 })
 
 /**
@@ -28,7 +26,7 @@ const reportBaseline = z.object({
 export type ReportBaseline = z.infer<typeof reportBaseline>
 
 export const readReportBaseline = async (dir: string): Promise<ReportBaseline> => {
-  const parsed = reportBaseline.safeParse(JSON.parse(await readFile(join(dir, BASELINE_FILE), 'utf8')))
-  if (!parsed.success) throw new Error(`${BASELINE_FILE} cannot back a drift report: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
-  return parsed.data
+  const baseline = await parseBaselineFile(dir, reportBaseline, 'cannot back a drift report')
+  if (!baseline) throw new Error(`${BASELINE_FILE} is missing`)
+  return baseline
 }
