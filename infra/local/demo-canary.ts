@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { generateApplicants, type Applicant } from '../../backend/training/applicants.ts'
 import type { HistoryEntry } from '../../edge/controller/history-store.ts'
 import type { Rollout } from '../../edge/routing/rollout.ts'
 import { createCanaryRepository } from './canary-repository.ts'
+import { canaryRollout, sendPinnedTraffic } from './canary-traffic.ts'
 
 /**
  * `npm run demo:canary`: a rollout and two rollbacks as they happen. Runs `npm start` (the same
@@ -22,7 +22,6 @@ const EDGE_PORT = process.env.EDGE_PORT ?? '8887'
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 const MODEL = 'credit-risk'
 const ROWS_PER_ROUND = 1_100
-const ROWS_PER_REQUEST = 64
 const MAX_ROUNDS = 8
 
 const say = (line: string) => process.stdout.write(`${line}\n`)
@@ -63,17 +62,7 @@ const main = async () => {
   const edge = (path: string, init: RequestInit = {}) =>
     fetch(`${EDGE_URL}${path}`, { ...init, headers: { 'x-api-key': stack.key, 'content-type': 'application/json', ...init.headers } })
 
-  const traffic = async (version: number): Promise<Map<number, number>> => {
-    const statuses = new Map<number, number>()
-    const applicants: Applicant[] = generateApplicants(ROWS_PER_ROUND, seed++).applicants
-    for (let at = 0; at < applicants.length; at += ROWS_PER_REQUEST) {
-      const body = JSON.stringify({ instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `demo-${seed}` } })
-      const res = await edge(`/v1/models/${MODEL}/predict`, { method: 'POST', headers: { 'x-model-version': String(version) }, body })
-      await res.arrayBuffer()
-      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
-    }
-    return statuses
-  }
+  const traffic = (version: number) => sendPinnedTraffic({ edgeUrl: EDGE_URL, key: stack.key, model: MODEL, version, rows: ROWS_PER_ROUND, seed: seed++ })
   const rollout = async () => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout
   const history = async () => ((await (await edge(`/v1/models/${MODEL}/rollout/history?limit=1`)).json()) as { entries: HistoryEntry[] }).entries
 
@@ -83,11 +72,7 @@ const main = async () => {
     const put = await edge(`/v1/models/${MODEL}/rollout`, {
       method: 'PUT',
       headers: { 'if-match': current.headers.get('etag') ?? '*' },
-      body: JSON.stringify({
-        salt: `demo-${candidate}`,
-        arms: [{ variant: 'stable', version: stable, weight: 99 }, { variant: 'canary', version: candidate, weight: 1 }],
-        canary: { variant: 'canary', baseline_variant: 'stable' },
-      }),
+      body: JSON.stringify(canaryRollout(stable, candidate)),
     })
     if (put.status !== 200) throw new Error(`starting the canary answered ${put.status}: ${await put.text()}`)
     let last: string | undefined

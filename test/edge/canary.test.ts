@@ -3,11 +3,12 @@ import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import type { HistoryEntry } from '../../edge/controller/history-store.ts'
 import type { Rollout } from '../../edge/routing/rollout.ts'
 import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
-import { generateApplicants, type Applicant } from '../../backend/training/applicants.ts'
+import type { Applicant } from '../../backend/training/applicants.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
 import { startReceiver, type Receiver } from './controller/receiver.ts'
 import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
+import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../infra/local/canary-traffic.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
 /**
@@ -20,7 +21,6 @@ import { startWorker, type RunningWorker } from './support/workerd.ts'
 
 const TOKEN = 'canary-e2e-test-token-0123456789'
 const MODEL = 'credit-risk'
-const ROWS_PER_REQUEST = 64
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>>
 let redis: RedisServer
@@ -36,18 +36,8 @@ const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': init.key ?? admin, 'content-type': 'application/json', ...init.headers } })
 
 /** `rows` applicants from the training distribution (edited) sent to `version` through the edge. */
-const traffic = async (version: number, rows: number, edit: (a: Applicant) => Applicant = (a) => a): Promise<number[]> => {
-  const applicants = generateApplicants(rows, seed++).applicants.map(edit)
-  const statuses: number[] = []
-  for (let at = 0; at < rows; at += ROWS_PER_REQUEST) {
-    // An unknown user: the entity features the request carries stand (the fixture lets them override).
-    const body = { instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `u-canary-${seed}` } }
-    const res = await edge(`/v1/models/${MODEL}/predict`, { method: 'POST', key: client, headers: { 'x-model-version': String(version) }, body: JSON.stringify(body) })
-    await res.arrayBuffer()
-    statuses.push(res.status)
-  }
-  return statuses
-}
+const traffic = (version: number, rows: number, edit?: (a: Applicant) => Applicant): Promise<Map<number, number>> =>
+  sendPinnedTraffic({ edgeUrl: worker.url, key: client, model: MODEL, version, rows, seed: seed++, ...(edit ? { edit } : {}) })
 
 const putRollout = async (rollout: unknown) => {
   const current = await edge(`/v1/models/${MODEL}/rollout`)
@@ -64,12 +54,6 @@ const tick = async () => {
   const result = await fetcher.scheduled({ cron: '* * * * *', scheduledTime: new Date() })
   expect(result.outcome).toBe('ok')
 }
-
-const canary = (stable: number, candidate: number) => ({
-  salt: `canary-${stable}-${candidate}`,
-  arms: [{ variant: 'stable', version: stable, weight: 99 }, { variant: 'canary', version: candidate, weight: 1 }],
-  canary: { variant: 'canary', baseline_variant: 'stable' },
-})
 
 const weights = async () => (await rollout()).arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
 
@@ -108,7 +92,7 @@ afterAll(async () => {
 
 describe('the rollout controller in workerd, on the backend\'s drift counts in Redis', () => {
   it('steps a healthy canary 1 → 5 → 20 → 50 under steady traffic and promotes it', async () => {
-    await putRollout(canary(1, 2))
+    await putRollout(canaryRollout(1, 2))
     const seen: string[][] = [await weights()]
     for (let i = 0; i < 8 && (await rollout()).canary; i++) {
       await traffic(1, 1_100)
@@ -128,10 +112,10 @@ describe('the rollout controller in workerd, on the backend\'s drift counts in R
   })
 
   it('rolls a canary that emits NaN back on the first tick after it is seen', async () => {
-    await putRollout(canary(2, 3))
+    await putRollout(canaryRollout(2, 3))
     await traffic(2, 1_100)
     // The edge refuses non-finite outputs (502); the backend counted them.
-    expect(new Set(await traffic(3, 256))).toEqual(new Set([502]))
+    expect([...(await traffic(3, 256)).keys()]).toEqual([502])
     await tick()
     expect(await weights()).toEqual(['stable:v2=100', 'canary:v3=0'])
     const [decision] = await history()
@@ -140,7 +124,7 @@ describe('the rollout controller in workerd, on the backend\'s drift counts in R
   })
 
   it('rolls back a canary whose predictions shifted after 3 critical windows, not before', async () => {
-    await putRollout(canary(2, 4))
+    await putRollout(canaryRollout(2, 4))
     const after: string[][] = []
     for (let i = 0; i < 3; i++) {
       await traffic(2, 1_100)
@@ -159,7 +143,7 @@ describe('the rollout controller in workerd, on the backend\'s drift counts in R
   })
 
   it('alerts on input drift both arms see, and leaves the weights alone', async () => {
-    await putRollout(canary(5, 6))
+    await putRollout(canaryRollout(5, 6))
     // Everyone's debt ratio (an important feature) up by 0.3, to both arms alike.
     const drifted = (a: Applicant) => ({ ...a, debt_ratio: Math.min(5, a.debt_ratio + 0.3) })
     await traffic(5, 1_100, drifted)
