@@ -1,14 +1,10 @@
-import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryHistoryStore, type HistoryEntry } from '../../../edge/controller/history-store.ts'
 import { UpstashHistoryStore } from '../../../edge/controller/upstash-history-store.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
-import { startRedisServer, type RedisServer } from '../../infra/support/redis-server.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
 
 const TOKEN = 'history-store-test-token'
-let redis: RedisServer
-let adapter: UpstashAdapter
-let client: Redis
+let upstash: UpstashRedis
 
 const entry = (model: string, n: number): HistoryEntry => ({
   id: `id-${n}`,
@@ -24,18 +20,15 @@ const entry = (model: string, n: number): HistoryEntry => ({
 })
 
 beforeAll(async () => {
-  redis = await startRedisServer()
-  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN })
-  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false })
+  upstash = await startUpstashRedis({ token: TOKEN })
 })
 
 afterAll(async () => {
-  await adapter?.close()
-  await redis?.stop()
+  await upstash?.stop()
 })
 
 describe.each([
-  ['UpstashHistoryStore on a real redis-server', () => new UpstashHistoryStore(client, 5)],
+  ['UpstashHistoryStore on a real redis-server', () => new UpstashHistoryStore(upstash.client, 5)],
   ['MemoryHistoryStore', () => new MemoryHistoryStore(5)],
 ])('%s', (_name, create) => {
   it('lists newest first, per model, capped', async () => {
@@ -51,9 +44,9 @@ describe.each([
 
 describe('UpstashHistoryStore with foreign list members', () => {
   it('leaves out what is not an entry instead of failing the whole history', async () => {
-    const store = new UpstashHistoryStore(client, 10)
+    const store = new UpstashHistoryStore(upstash.client, 10)
     await store.append(entry('mixed', 1))
-    await client.lpush('rollout-history:mixed', '{"truncated": ', '"just a string"', JSON.stringify({ id: 'x' }))
+    await upstash.client.lpush('rollout-history:mixed', '{"truncated": ', '"just a string"', JSON.stringify({ id: 'x' }))
     await store.append(entry('mixed', 2))
     expect((await store.list('mixed', 10)).map((e) => e.id)).toEqual(['id-2', 'id-1'])
   })

@@ -1,20 +1,17 @@
-import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
 import { createServices } from '../../../edge/services.ts'
 import { UpstashNormalizationMetrics, normalizationExposition } from '../../../edge/metrics/normalization-metrics.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
 import { applicant } from '../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
-import { startRedisServer, type RedisServer } from '../../infra/support/redis-server.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
 
 const TOKEN = 'normalization-metrics-test-token-01'
 
 let backend: BackendProcess
-let redis: RedisServer
-let adapter: UpstashAdapter
+let upstash: UpstashRedis
 const keys = { web: generateApiKey('test'), ios: generateApiKey('test'), ops: generateApiKey('test') }
 let store: MemoryKeyStore
 
@@ -36,8 +33,7 @@ const appWith = (env: Record<string, string>) => {
 
 beforeAll(async () => {
   backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  redis = await startRedisServer()
-  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 2_000 })
+  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
   store = new MemoryKeyStore([
     { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 1000 },
     { name: 'ios', hash: await hashApiKey(keys.ios), scopes: ['predict'], rate_limit_per_minute: 1000 },
@@ -46,8 +42,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await adapter?.close()
-  await redis?.stop()
+  await upstash?.stop()
   await backend?.stop()
 })
 
@@ -72,13 +67,13 @@ describe('input fixes counted per API key', () => {
   })
 
   it('adds every isolate\'s counts up in Redis when Upstash is configured', async () => {
-    const env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64', UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }
+    const env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64', UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }
     // Two apps with their own services stand for two isolates.
     const first = appWith(env)
     const second = appWith(env)
     expect((await first.predict(keys.web, { instances: [sloppy(4)], entity: { user_id: 'u-1' } })).status).toBe(200)
     expect((await second.predict(keys.web, { instances: [sloppy(5)], entity: { user_id: 'u-1' } })).status).toBe(200)
-    const shared = new UpstashNormalizationMetrics(new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false }))
+    const shared = new UpstashNormalizationMetrics(upstash.client)
     // Recording runs after the response (waitUntil); wait for it rather than for time.
     for (let i = 0; i < 100 && (await shared.totals()).web?.requests !== 2; i++) await new Promise((r) => setTimeout(r, 20))
     expect(await shared.totals()).toEqual({ web: { requests: 2, fixes: 6 } })

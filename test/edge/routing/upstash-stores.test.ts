@@ -1,33 +1,26 @@
-import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
 import { UpstashRateLimiter } from '../../../edge/rate-limit/upstash-limiter.ts'
 import { rolloutSchema } from '../../../edge/routing/rollout.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/routing/upstash-rollout-store.ts'
-import { startRedisServer, type RedisServer } from '../../infra/support/redis-server.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
 
 const TOKEN = 'rollout-store-test-token'
-let redis: RedisServer
-let adapter: UpstashAdapter
-let client: Redis
+let upstash: UpstashRedis
 
 const rollout = (canary: number) =>
   rolloutSchema.parse({ salt: 'exp', arms: [{ variant: 'stable', version: 2, weight: 100 - canary }, { variant: 'canary', version: 3, weight: canary }] })
 
 beforeAll(async () => {
-  redis = await startRedisServer()
-  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN })
-  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false })
+  upstash = await startUpstashRedis({ token: TOKEN })
 })
 
 afterAll(async () => {
-  await adapter?.close()
-  await redis?.stop()
+  await upstash?.stop()
 })
 
 describe('UpstashRolloutStore on a real redis-server', () => {
   it('stores rollouts with revisions and refuses a stale compare-and-set', async () => {
-    const store = new UpstashRolloutStore(client)
+    const store = new UpstashRolloutStore(upstash.client)
     expect(await store.get('m1')).toBeUndefined()
     expect(await store.compareAndSet('m1', 0, rollout(1))).toBe(1)
     expect(await store.compareAndSet('m1', 0, rollout(5))).toBeUndefined()
@@ -36,20 +29,20 @@ describe('UpstashRolloutStore on a real redis-server', () => {
   })
 
   it('lets exactly one of two concurrent writers win from the same revision', async () => {
-    const store = new UpstashRolloutStore(client)
+    const store = new UpstashRolloutStore(upstash.client)
     const results = await Promise.all([store.compareAndSet('m2', 0, rollout(20)), store.compareAndSet('m2', 0, rollout(50))])
     expect(results.filter((r) => r === 1)).toHaveLength(1)
     expect(results.filter((r) => r === undefined)).toHaveLength(1)
   })
 
   it('refuses to route by a stored rollout that is invalid', async () => {
-    await client.hset('rollout:bad', { revision: 1, rollout: JSON.stringify({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 30 }] }) })
-    await expect(new UpstashRolloutStore(client).get('bad')).rejects.toThrow(/sum to 30/)
+    await upstash.client.hset('rollout:bad', { revision: 1, rollout: JSON.stringify({ salt: 's', arms: [{ variant: 'a', version: 1, weight: 30 }] }) })
+    await expect(new UpstashRolloutStore(upstash.client).get('bad')).rejects.toThrow(/sum to 30/)
   })
 
   it('serves from the isolate cache until the TTL, then sees another isolate\'s change', async () => {
     let now = 0
-    const shared = new UpstashRolloutStore(client)
+    const shared = new UpstashRolloutStore(upstash.client)
     const isolateA = new CachedRolloutStore(shared, { ttlMs: 1_000, now: () => now })
     const isolateB = new CachedRolloutStore(shared, { ttlMs: 1_000, now: () => now })
     await isolateA.compareAndSet('m3', 0, rollout(1))
@@ -64,8 +57,8 @@ describe('UpstashRolloutStore on a real redis-server', () => {
 describe('UpstashRateLimiter on a real redis-server', () => {
   it('allows exactly the limit per key across limiter instances (isolates), then refuses', async () => {
     const prefix = `rl-${Date.now()}`
-    const a = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix })
-    const b = new UpstashRateLimiter({ redis: client, timeoutMs: 2_000, prefix })
+    const a = new UpstashRateLimiter({ redis: upstash.client, timeoutMs: 2_000, prefix })
+    const b = new UpstashRateLimiter({ redis: upstash.client, timeoutMs: 2_000, prefix })
     const outcomes: boolean[] = []
     for (let i = 0; i < 6; i++) outcomes.push((await (i % 2 === 0 ? a : b).limit('caller-1', 4, 60_000)).success)
     expect(outcomes).toEqual([true, true, true, true, false, false])
