@@ -84,9 +84,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
   // Entity features: Upstash when configured, else the embedded demo store; one per isolate.
   const features = featureStoreResolver()
   const transport = (c: Context<AppEnv>) => services(c).transport
-  // Services a test builds without counters still count, in this isolate.
-  const isolateNormalization = new MemoryNormalizationMetrics()
-  const normalizationOf = (c: Context<AppEnv>) => services(c).normalization ?? isolateNormalization
+  // Services built without counters (tests, benchmarks) get isolate-local ones, kept on the services object.
+  const normalizationOf = (c: Context<AppEnv>) => (services(c).normalization ??= new MemoryNormalizationMetrics())
 
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
   const document = openApiDocument()

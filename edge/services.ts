@@ -27,10 +27,10 @@ export interface EdgeServices {
   limiter?: RateLimiter
   /** Rollout decisions and changes; services built without one get an isolate-local store on first use. */
   history?: HistoryStore
-  /** Each arm's window for the rollout controller; absent, the scheduled handler skips its tick. */
-  monitorSource?: MonitorSource
-  /** The backend's drift reports, for the admin drift route (the same object as `monitorSource` when built here). */
+  /** The backend's drift reports: the admin drift route's, and each arm's window for the rollout controller. */
   monitor?: BackendMonitor
+  /** Where the controller reads arm windows instead of `monitor` (tests); with neither, the scheduled handler skips its tick. */
+  monitorSource?: MonitorSource
   /** Input fixes per API key: shared through Redis when configured. */
   normalization?: NormalizationMetrics
   /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
@@ -62,8 +62,6 @@ const sharedRedis = (env: Bindings): Redis | undefined =>
 export const createServices = (env: Bindings): EdgeServices => {
   if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
   const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
-  // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
-  const monitor = new BackendMonitor({ baseUrl: env.BACKEND_URL })
   const lambda = lambdaTransportFrom(env)
   // With a fallback, each answer says which tier served it (parameters.served_by).
   const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
@@ -71,8 +69,8 @@ export const createServices = (env: Bindings): EdgeServices => {
   return {
     transport,
     catalog: new ModelCatalog({ transport }),
-    monitor,
-    monitorSource: monitor,
+    // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
+    monitor: new BackendMonitor({ baseUrl: env.BACKEND_URL }),
     rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
     history: redis ? new UpstashHistoryStore(redis) : new MemoryHistoryStore(),
     ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis) } : {}),
@@ -85,31 +83,25 @@ const configurationKey = (env: Bindings | undefined): string =>
   JSON.stringify([env?.BACKEND_URL, env?.UPSTASH_REDIS_REST_URL, env?.UPSTASH_REDIS_REST_TOKEN, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
 
 /**
- * Bindings arrive with each request in Workers, but the services (caches, breaker, limiter)
- * must live as long as the isolate: keep one set per distinct configuration.
+ * One set of services per isolate and configuration: bindings arrive with each request (and each
+ * scheduled event) in Workers, but the services (caches, breaker, limiter, isolate-local state)
+ * must live as long as the isolate. The worker builds one of these for its app and its scheduled
+ * handler, so both see the same rollout state and history.
  */
-export const servicesResolver = (build: (env: Bindings) => EdgeServices = createServices) => {
-  let cached: { env: Bindings | undefined; key: string; services: EdgeServices } | undefined
-  return (c: Context<AppEnv>): EdgeServices => {
-    // The pipeline asks several times per request, mostly with the very same env object.
-    if (cached !== undefined && cached.env === c.env) return cached.services
-    const key = configurationKey(c.env)
-    if (cached?.key !== key) cached = { env: c.env, key, services: build(c.env ?? ({} as Bindings)) }
-    else cached.env = c.env
+export const isolateServices = (build: (env: Bindings) => EdgeServices = createServices) => {
+  let cached: { env: Bindings; key: string; services: EdgeServices } | undefined
+  return (env: Bindings): EdgeServices => {
+    // Asked several times per request, mostly with the very same env object.
+    if (cached !== undefined && cached.env === env) return cached.services
+    const key = configurationKey(env)
+    if (cached?.key !== key) cached = { env, key, services: build(env) }
+    else cached.env = env
     return cached.services
   }
 }
 
-/**
- * One set of services per isolate and configuration, for callers that have bindings but no
- * request: the worker hands it to the app and to its scheduled handler, so both see the same
- * isolate-local rollout state and history.
- */
-export const isolateServices = (build: (env: Bindings) => EdgeServices = createServices) => {
-  let cached: { key: string; services: EdgeServices } | undefined
-  return (env: Bindings): EdgeServices => {
-    const key = configurationKey(env)
-    if (cached?.key !== key) cached = { key, services: build(env) }
-    return cached.services
-  }
+/** The same, looked up from a request's context. */
+export const servicesResolver = (build: (env: Bindings) => EdgeServices = createServices) => {
+  const forEnv = isolateServices(build)
+  return (c: Context<AppEnv>): EdgeServices => forEnv(c.env ?? ({} as Bindings))
 }

@@ -42,7 +42,8 @@ export const createWorker = ({ services: build = createServices, scheduledLog: l
       const tick = { cron: event.cron, scheduled_time: event.scheduledTime }
       try {
         const edge = services(env)
-        if (!edge.monitorSource) {
+        const source = edge.monitorSource ?? edge.monitor
+        if (!source) {
           log(JSON.stringify({ level: 'warn', msg: 'scheduled tick skipped: no monitor source configured', ...tick }))
           return
         }
@@ -50,7 +51,7 @@ export const createWorker = ({ services: build = createServices, scheduledLog: l
         const controller = createController({
           rollouts: edge.rollouts,
           history: historyOf(edge),
-          source: edge.monitorSource,
+          source,
           models: () => edge.transport.models(randomUuid()),
           config: controllerConfigFrom(env),
           // Deliveries outlive the tick: the handler returns while they retry.
