@@ -41,13 +41,13 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   })
   const { UPSTASH_REDIS_REST_URL: redisUrl, UPSTASH_REDIS_REST_TOKEN: redisToken } = settings
   const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken }) : undefined
-  const drift = new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store })
+  const drift = settings.DRIFT_MONITORING === 'on' ? new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store }) : undefined
   manager = new ModelManager(repository, {
     batching: settings.BATCHING === 'on',
     memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
     logger,
     metrics,
-    ...(settings.DRIFT_MONITORING === 'on' ? { drift } : {}),
+    ...(drift ? { drift } : {}),
   })
   const app = createApp({ settings, logger, manager, metrics })
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
@@ -63,7 +63,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const address = await listen(server)
   const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
   logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local' })
-  drift.start()
+  drift?.start()
   const warm = manager.start().then(
     () => logger.info('pinned models warm', { ready: manager.ready() }),
     (err: unknown) => logger.error('start-up load failed', errorFields(err)),
@@ -76,7 +76,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
       await warm
       await running.shutdown()
       // Every accepted request is answered and counted: the last deltas go now or never.
-      await drift.close()
+      await drift?.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         // Keep-alive clients still sending get 503s until their sockets go; give those a moment.
