@@ -1,4 +1,4 @@
-import { chiSquareQuantile, psi } from '../../shared/drift/statistics.ts'
+import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
 
 /**
  * PSI alert levels for one binned distribution, calibrated for windows of `WINDOW` live rows
@@ -33,13 +33,6 @@ export interface DriftThresholds {
     held_out_sd: number
   }
 }
-
-/**
- * Under no drift, n·N/(n + N) · PSI is asymptotically χ² with b − 1 degrees of freedom (PSI is
- * the symmetrized KL divergence, whose second-order term is the chi-square statistic).
- */
-export const noDriftPsiQuantile = (p: number, referenceBins: number, window: number, referenceRows: number): number =>
-  referenceBins < 2 ? 0 : (1 / window + 1 / referenceRows) * chiSquareQuantile(p, referenceBins - 1)
 
 /** Consecutive `WINDOW`-row slices of held-out rows; a trailing partial window is not a window. */
 export const heldOutWindows = <T>(rows: readonly T[]): T[][] => {

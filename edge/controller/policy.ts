@@ -1,4 +1,4 @@
-import { chiSquareQuantile, psi } from '../../shared/drift/statistics.ts'
+import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
 import { canaryArms, type Rollout } from '../routing/rollout.ts'
 import type { ControllerConfig } from './config.ts'
 import type { ArmWindow } from './monitor-source.ts'
@@ -69,8 +69,7 @@ const noDriftBound = (reference: readonly number[], observed: readonly number[],
   const n = reference.reduce((s, c) => s + c, 0)
   const m = observed.reduce((s, c) => s + c, 0)
   const bins = reference.filter((c, i) => c + (observed[i] ?? 0) > 0).length
-  if (n === 0 || m === 0 || bins < 2) return 0
-  return (1 / n + 1 / m) * chiSquareQuantile(q, bins - 1)
+  return n === 0 || m === 0 ? 0 : noDriftPsiQuantile(q, bins, n, m)
 }
 
 const errorRate = (w: ArmWindow): number => (w.requests > 0 ? w.errors / w.requests : 0)

@@ -262,3 +262,11 @@ export const chiSquareQuantile = (p: number, df: number): number => {
   }
   return x
 }
+
+/**
+ * The p-quantile of PSI between two samples of `n` and `m` rows over `bins` bins when nothing has
+ * drifted: n·m/(n + m) · PSI is asymptotically χ² with bins − 1 degrees of freedom (PSI is the
+ * symmetrized KL divergence, whose second-order term is the chi-square statistic).
+ */
+export const noDriftPsiQuantile = (p: number, bins: number, n: number, m: number): number =>
+  bins < 2 ? 0 : (1 / n + 1 / m) * chiSquareQuantile(p, bins - 1)
