@@ -5,9 +5,10 @@ import { startBackend, type BackendProcess } from '../backend/support/backend-pr
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { applicant } from '../backend/support/applicants.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { setProcessEnv } from '../support/process-env.ts'
 
 const FUNCTION = 'edge-infer-cpu'
-const previous = { MODEL_REPOSITORY: process.env.MODEL_REPOSITORY, LOG_LEVEL: process.env.LOG_LEVEL }
+let restoreEnv: (() => void) | undefined
 let backend: BackendProcess
 let endpoint: LambdaEndpoint
 let worker: RunningWorker
@@ -31,8 +32,7 @@ const predict = () =>
   })
 
 beforeAll(async () => {
-  process.env.MODEL_REPOSITORY = DEMO_REPOSITORY
-  process.env.LOG_LEVEL = 'silent'
+  restoreEnv = setProcessEnv({ MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' })
   backend = await startBackend({ MODEL_REPOSITORY: 'models' })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
   key = generateApiKey('test')
@@ -52,10 +52,7 @@ afterAll(async () => {
   await worker?.dispose()
   await backend?.stop()
   await endpoint?.close()
-  for (const [name, value] of Object.entries(previous)) {
-    if (value === undefined) delete process.env[name]
-    else process.env[name] = value
-  }
+  restoreEnv?.()
 })
 
 describe('the bundled worker in workerd with the Lambda tier (@aws-sdk/client-lambda inside workerd)', () => {

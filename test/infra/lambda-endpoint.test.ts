@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../infra/local/lambda-endpoint/server.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { creditRequest } from '../backend/support/applicants.ts'
+import { setProcessEnv } from '../support/process-env.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const FUNCTION = 'edge-infer-cpu'
-const previous = { MODEL_REPOSITORY: process.env.MODEL_REPOSITORY, LOG_LEVEL: process.env.LOG_LEVEL }
+let restoreEnv: (() => void) | undefined
 let endpoint: LambdaEndpoint
 let failing: LambdaEndpoint
 let seen: Array<Record<string, string | string[] | undefined>> = []
@@ -24,8 +25,7 @@ const invoke = (url: string, payload: unknown, functionName = FUNCTION) =>
 const decode = (payload: Uint8Array | undefined): unknown => JSON.parse(new TextDecoder().decode(payload))
 
 beforeAll(async () => {
-  process.env.MODEL_REPOSITORY = DEMO_REPOSITORY
-  process.env.LOG_LEVEL = 'silent'
+  restoreEnv = setProcessEnv({ MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
   failing = await startLambdaEndpoint({
     functionName: FUNCTION,
@@ -39,10 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await failing?.close()
   await endpoint?.close()
-  for (const [name, value] of Object.entries(previous)) {
-    if (value === undefined) delete process.env[name]
-    else process.env[name] = value
-  }
+  restoreEnv?.()
 })
 
 describe('local Lambda Invoke endpoint, through the real @aws-sdk/client-lambda', () => {

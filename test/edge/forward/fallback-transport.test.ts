@@ -10,9 +10,10 @@ import { startLambdaEndpoint, type LambdaEndpoint } from '../../../infra/local/l
 import { post, startBackend, until, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
+import { setProcessEnv } from '../../support/process-env.ts'
 
 const FUNCTION = 'edge-infer-cpu'
-const previous = { MODEL_REPOSITORY: process.env.MODEL_REPOSITORY, LOG_LEVEL: process.env.LOG_LEVEL }
+let restoreEnv: (() => void) | undefined
 let repo: FixtureRepository
 let backend: BackendProcess
 let endpoint: LambdaEndpoint
@@ -46,8 +47,7 @@ beforeAll(async () => {
     maxBatchSize: 1024,
     config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 2 }),
   })
-  process.env.MODEL_REPOSITORY = repo.root
-  process.env.LOG_LEVEL = 'silent'
+  restoreEnv = setProcessEnv({ MODEL_REPOSITORY: repo.root, LOG_LEVEL: 'silent' })
   backend = await startBackend({ MODEL_REPOSITORY: repo.root })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
 })
@@ -57,10 +57,7 @@ afterAll(async () => {
   await Promise.allSettled(parked)
   await endpoint?.close()
   await repo?.remove()
-  for (const [name, value] of Object.entries(previous)) {
-    if (value === undefined) delete process.env[name]
-    else process.env[name] = value
-  }
+  restoreEnv?.()
 })
 
 describe('FallbackTransport: the real backend first, the Lambda tier when it refuses', () => {

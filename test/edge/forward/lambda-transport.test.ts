@@ -6,9 +6,10 @@ import { startLambdaEndpoint, type LambdaEndpoint } from '../../../infra/local/l
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
 import { freePort } from '../../support/ports.ts'
+import { setProcessEnv } from '../../support/process-env.ts'
 
 const FUNCTION = 'edge-infer-cpu'
-const previous = { MODEL_REPOSITORY: process.env.MODEL_REPOSITORY, LOG_LEVEL: process.env.LOG_LEVEL }
+let restoreEnv: (() => void) | undefined
 let endpoint: LambdaEndpoint
 /** Answers whatever the current test sets, as a deployed function would. */
 let scripted: LambdaEndpoint
@@ -25,8 +26,7 @@ const call = (version: number, request: Record<string, unknown> = creditRequest(
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a refusal') }, (e: unknown) => e as Problem)
 
 beforeAll(async () => {
-  process.env.MODEL_REPOSITORY = DEMO_REPOSITORY
-  process.env.LOG_LEVEL = 'silent'
+  restoreEnv = setProcessEnv({ MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
   scripted = await startLambdaEndpoint({ functionName: FUNCTION, handler: (event) => script(event) })
 })
@@ -35,10 +35,7 @@ afterAll(async () => {
   release()
   await scripted?.close()
   await endpoint?.close()
-  for (const [name, value] of Object.entries(previous)) {
-    if (value === undefined) delete process.env[name]
-    else process.env[name] = value
-  }
+  restoreEnv?.()
 })
 
 describe('LambdaTransport, through the real SDK against the local Invoke endpoint', () => {
