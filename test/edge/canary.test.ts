@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import type { HistoryEntry } from '../../edge/controller/history-store.ts'
 import type { Rollout } from '../../edge/routing/rollout.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
 import type { Applicant } from '../../backend/training/applicants.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
 import { startReceiver, type Receiver } from './controller/receiver.ts'
 import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
 import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../infra/local/canary-traffic.ts'
@@ -23,8 +22,7 @@ const TOKEN = 'canary-e2e-test-token-0123456789'
 const MODEL = 'credit-risk'
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>>
-let redis: RedisServer
-let adapter: UpstashAdapter
+let upstash: UpstashRedis
 let backend: BackendProcess
 let receiver: Receiver
 let worker: RunningWorker
@@ -60,9 +58,8 @@ const weights = async () => (await rollout()).arms.map((a) => `${a.variant}:v${a
 beforeAll(async () => {
   // 1 and 2: the same network; 3 emits NaN; 4 scores everyone 1.5 logits riskier; 5 and 6 the same network again.
   repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: 'nan', 4: { shiftLogit: 1.5 }, 5: 'same', 6: 'same' })
-  redis = await startRedisServer()
-  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 2_000 })
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
+  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
+  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
   receiver = await startReceiver()
   worker = await startWorker({
     BACKEND_URL: backend.url,
@@ -71,7 +68,7 @@ beforeAll(async () => {
       { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
     ]),
     MAX_INSTANCES: String(ROWS_PER_REQUEST),
-    UPSTASH_REDIS_REST_URL: adapter.url,
+    UPSTASH_REDIS_REST_URL: upstash.adapter.url,
     UPSTASH_REDIS_REST_TOKEN: TOKEN,
     ALERT_WEBHOOK_URL: receiver.url,
     // No dwell and one clean window per step, so the test steps on every tick; the rest as deployed.
@@ -85,8 +82,7 @@ afterAll(async () => {
   await worker?.dispose()
   await receiver?.close()
   await backend?.stop()
-  await adapter?.close()
-  await redis?.stop()
+  await upstash?.stop()
   await repository?.remove()
 })
 
