@@ -72,6 +72,8 @@ export interface Variables {
   /** Set when entity features came from defaults because the store was slow or down. */
   featuresDegraded: boolean
   caller: Caller
+  /** The request body as `requireJson` read it (within the size limit); parse it with `jsonBody`. */
+  bodyText: string
   /** The parsed JSON body, after normalization. */
   body: unknown
   /** How many input fixes normalization applied (surfaced as `X-Input-Normalized`). */

@@ -13,9 +13,9 @@ export interface CorsOptions {
 
 /**
  * CORS with an origin allow-list, answering preflights with 204; the headers `hono/cors` sends.
- * Unlike `hono/cors` it names its headers with `c.header()` before the handler runs instead of
- * building a response up front, so the pipeline constructs one response per request, not a
- * placeholder that every later header copies.
+ * Unlike `hono/cors` it never builds a response up front: a placeholder that every later header
+ * write copied. Like every stage of the pipeline, it names its headers on the final response
+ * after the handler (problem responses included).
  */
 export const cors = ({
   origin: allowOrigin,
@@ -27,12 +27,10 @@ export const cors = ({
   const methods = allowMethods.join(',')
   const allowed = allowHeaders.length > 0 ? allowHeaders.join(',') : undefined
   const exposed = exposeHeaders.length > 0 ? exposeHeaders.join(',') : undefined
-  return function cors(c, next) {
-    const origin = allowOrigin(c.req.header('origin') ?? '', c)
+  const preflight = (c: Context<AppEnv>, origin: string | null): Response => {
     if (origin) c.header('access-control-allow-origin', origin)
     if (exposed) c.header('access-control-expose-headers', exposed)
     c.header('vary', 'Origin', { append: true })
-    if (c.req.method !== 'OPTIONS') return next()
     if (maxAge !== undefined) c.header('access-control-max-age', String(maxAge))
     c.header('access-control-allow-methods', methods)
     const headers = allowed ?? c.req.header('access-control-request-headers')?.split(',').map((h) => h.trim()).join(',')
@@ -40,6 +38,15 @@ export const cors = ({
       c.header('access-control-allow-headers', headers)
       c.header('vary', 'Access-Control-Request-Headers', { append: true })
     }
-    return Promise.resolve(c.body(null, 204))
+    return c.body(null, 204)
+  }
+  return async function cors(c, next) {
+    const origin = allowOrigin(c.req.header('origin') ?? '', c)
+    if (c.req.method === 'OPTIONS') return preflight(c, origin)
+    await next()
+    const headers = c.res.headers
+    if (origin) headers.set('access-control-allow-origin', origin)
+    if (exposed) headers.set('access-control-expose-headers', exposed)
+    headers.append('vary', 'Origin')
   }
 }

@@ -87,9 +87,9 @@ export const enrich = ({ store, specFor, modelOf = modelParam }: EnrichOptions):
       refuseUnfilled(groups, instances ?? predict.instances, degraded)
     }
     c.set('featuresDegraded', degraded)
-    // onError keeps the header, so a later refusal says it too.
-    if (degraded) c.header(FEATURES_DEGRADED_HEADER, '1')
-    return next()
+    await next()
+    // A later refusal says it too.
+    if (degraded) c.res.headers.set(FEATURES_DEGRADED_HEADER, '1')
   }
 
 const readGroup = (

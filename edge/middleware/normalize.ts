@@ -1,11 +1,10 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { FeatureSpec } from '../../shared/feature-spec.ts'
 import { inBackground } from '../background.ts'
+import { jsonBody } from '../body/json-body.ts'
 import type { AppEnv } from '../env.ts'
 import type { NormalizationMetrics } from '../metrics/normalization-metrics.ts'
-import { parseJsonBody } from '../normalize/json-error.ts'
 import { normalizeBody } from '../normalize/normalize.ts'
-import { Problem } from '../problem.ts'
 
 /** Resolves a model's feature spec (the real one reads backend model metadata, cached). */
 export type SpecFor = (c: Context<AppEnv>, model: string) => Promise<FeatureSpec>
@@ -43,17 +42,9 @@ export const normalize = ({ specFor, modelOf = modelParam, metrics }: NormalizeO
     const model = modelFrom(c, modelOf, 'normalize')
     // The spec first: an unknown model is a 404 whatever the body looks like.
     const spec = await specFor(c, model)
-    const parsed = parseJsonBody(await c.req.text())
-    if (!parsed.ok) {
-      const { line, column, position, reason } = parsed.error
-      throw new Problem(400, 'Bad Request', `the request body is not valid JSON: ${reason} at line ${line}, column ${column} (position ${position})`, {
-        slug: 'malformed-json',
-      })
-    }
-    const { body, fixes } = normalizeBody(parsed.value, spec)
+    const { body, fixes } = normalizeBody(await jsonBody(c), spec)
     c.set('body', body)
     c.set('normalizedFixes', fixes)
-    c.header(INPUT_NORMALIZED_HEADER, String(fixes))
     const caller = c.get('caller')
     if (fixes > 0 && caller && metrics) {
       // Counting must neither delay nor fail the request it counts.
@@ -61,6 +52,7 @@ export const normalize = ({ specFor, modelOf = modelParam, metrics }: NormalizeO
         console.log(JSON.stringify({ level: 'warn', msg: 'normalization fixes not counted', key: caller.name, error: err instanceof Error ? err.message : String(err) }))
       }))
     }
-    // onError keeps the header: client bugs show best next to the 400 they cause.
-    return next()
+    await next()
+    // Problems from later stages carry it too: client bugs show best next to the 400 they cause.
+    c.res.headers.set(INPUT_NORMALIZED_HEADER, String(fixes))
   }

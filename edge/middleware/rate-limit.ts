@@ -38,7 +38,7 @@ export const rateLimit = ({ limiter, windowMs = 60_000 }: RateLimitOptions): Mid
         headers: { ...headers, [HEADERS.retryAfter]: String(retryAfter) },
       })
     }
-    // Named before next(): onError keeps what c.header() set, so later stages' problems carry them too.
-    for (const name in headers) c.header(name, headers[name])
-    return next()
+    // On the final response, so later stages' problems carry them too.
+    await next()
+    for (const name in headers) c.res.headers.set(name, headers[name])
   }

@@ -14,6 +14,6 @@ export const requestId = ({ accept = /^[A-Za-z0-9._:-]{8,128}$/ }: RequestIdOpti
     const incoming = c.req.header(HEADERS.requestId)
     const id = incoming !== undefined && accept.test(incoming) ? incoming : randomUuid()
     c.set('requestId', id)
-    c.header(HEADERS.requestId, id)
     await next()
+    c.res.headers.set(HEADERS.requestId, id)
   }

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono'
+import { BodyTooLarge, readBodyText } from '../body/read-text.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
 
@@ -11,7 +12,8 @@ const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 
 /**
  * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
- * limit (declared or counted), 415 for other media types or content codings.
+ * limit (declared, or counted while the body streams in), 415 for other media types or content
+ * codings. The body is read here, once, and handed on as `bodyText`.
  */
 export const requireJson = ({ maxBytes = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
   async function requireJson(c, next) {
@@ -28,10 +30,9 @@ export const requireJson = ({ maxBytes = 256 * 1024 }: RequireJsonOptions = {}):
     if (encoding && encoding !== 'identity') {
       throw new Problem(415, 'Unsupported Media Type', `Content-Encoding "${encoding}" is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
     }
-    const text = await c.req.text()
-    // A UTF-16 code unit is at most 3 UTF-8 bytes: only bodies near the limit need counting.
-    if (text.length * 3 > maxBytes && new TextEncoder().encode(text).byteLength > maxBytes) {
-      throw new Problem(413, 'Payload Too Large', `request body exceeds ${maxBytes} bytes`)
-    }
+    const text = await readBodyText(c.req.raw, maxBytes).catch((err: unknown) => {
+      throw err instanceof BodyTooLarge ? new Problem(413, 'Payload Too Large', err.message) : err
+    })
+    c.set('bodyText', text)
     await next()
   }

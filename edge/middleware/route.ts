@@ -16,6 +16,7 @@ export interface RouteOptions {
 /**
  * Picks the version that serves a request: a pin header wins, else the sticky arm of (entity
  * id, else X-Experiment-Key, else the request id), so a user stays in one arm while weights hold.
+ * The response names the version and variant (`X-Model-Version`, `X-Variant`).
  */
 export const route = ({ services, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
   async function route(c, next) {
@@ -39,12 +40,16 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
       if (!pinnable(rollout).has(version)) throw new Problem(400, 'Bad Request', `version ${version} of "${name}" may not be pinned (allowed: ${[...pinnable(rollout)].join(', ')})`)
       const arm = rollout.arms.find((a) => a.version === version)
       c.set('assignment', { variant: arm?.variant ?? 'pinned', version, by: 'pin' })
-      return next()
+    } else {
+      const entity = c.get('predict')?.entity
+      const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
+      const assignment = assignArm(rollout, key)
+      const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, key) ? rollout.shadow.version : undefined
+      c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     }
-    const entity = c.get('predict')?.entity
-    const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-    const assignment = assignArm(rollout, key)
-    const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, key) ? rollout.shadow.version : undefined
-    c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     await next()
+    // Also on a failed forward: which version was tried is what its caller needs to know.
+    const { version, variant } = c.get('assignment')
+    c.res.headers.set(HEADERS.modelVersion, String(version))
+    c.res.headers.set(HEADERS.variant, variant)
   }

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler, Next } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { AppEnv } from '../env.ts'
 import { randomHex } from '../random-ids.ts'
@@ -25,23 +25,27 @@ export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Midd
     const valid = incoming !== null && !ZEROS.test(incoming[1]) && !ZEROS.test(incoming[2])
     const traceId = valid ? incoming[1] : randomHex(16)
     const flags = valid ? incoming[3] : sampled ? '01' : '00'
-    c.header('x-trace-id', traceId)
-    if (!tracing()) {
+    if (tracing()) await withRequestSpan(c, next, traceId, flags, valid ? incoming[2] : undefined)
+    else {
       c.set('traceparent', `00-${traceId}-${randomHex(8)}-${flags}`)
-      return next()
-    }
-    const parent = remoteContext(traceId, valid ? incoming[2] : randomHex(8), (parseInt(flags, 16) & 1) === 1)
-    const { span, context } = startRequestSpan(parent, 'edge.request')
-    span.setAttribute('http.request.method', c.req.method)
-    span.setAttribute('url.path', c.req.path)
-    // A provider that does not record may hand back the parent's span id: name one of our own then.
-    const spanId = span.spanContext().spanId
-    c.set('otelContext', context)
-    c.set('traceparent', `00-${traceId}-${ZEROS.test(spanId) || spanId === incoming?.[2] ? randomHex(8) : spanId}-${flags}`)
-    try {
       await next()
-    } finally {
-      span.setAttribute('http.response.status_code', c.res.status)
-      span.end()
     }
+    c.res.headers.set('x-trace-id', traceId)
   }
+
+const withRequestSpan = async (c: Context<AppEnv>, next: Next, traceId: string, flags: string, parentSpanId: string | undefined): Promise<void> => {
+  const parent = remoteContext(traceId, parentSpanId ?? randomHex(8), (parseInt(flags, 16) & 1) === 1)
+  const { span, context } = startRequestSpan(parent, 'edge.request')
+  span.setAttribute('http.request.method', c.req.method)
+  span.setAttribute('url.path', c.req.path)
+  // A provider that does not record may hand back the parent's span id: name one of our own then.
+  const spanId = span.spanContext().spanId
+  c.set('otelContext', context)
+  c.set('traceparent', `00-${traceId}-${ZEROS.test(spanId) || spanId === parentSpanId ? randomHex(8) : spanId}-${flags}`)
+  try {
+    await next()
+  } finally {
+    span.setAttribute('http.response.status_code', c.res.status)
+    span.end()
+  }
+}

@@ -6,6 +6,7 @@ import type { Transport } from '../forward/transport.ts'
 import { Problem } from '../problem.ts'
 import { deadlineOf } from './deadline.ts'
 import { isRecord } from '../validation/format.ts'
+import { jsonBody } from '../body/json-body.ts'
 
 export interface InferHandlerOptions {
   transport: (c: Context<AppEnv>) => Transport
@@ -20,14 +21,12 @@ export interface InferHandlerOptions {
  */
 export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferHandlerOptions) =>
   async function infer(c: Context<AppEnv>) {
-    const body: unknown = await c.req.json().catch(() => {
-      throw new Problem(400, 'Bad Request', 'the body is not valid JSON', { slug: 'malformed-json' })
-    })
+    const body: unknown = await jsonBody(c)
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
       throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
     }
     const model = c.get('model')
-    const { version, variant } = c.get('assignment')
+    const { version } = c.get('assignment')
     const response = await transport(c).infer({
       model: model.name,
       version,
@@ -36,7 +35,5 @@ export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlin
       deadlineMs: deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs),
       traceparent: c.get('traceparent'),
     })
-    c.header(HEADERS.modelVersion, String(version))
-    c.header(HEADERS.variant, variant)
     return c.json(response)
   }

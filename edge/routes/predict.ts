@@ -112,20 +112,15 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
       const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent') }
       inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
-    return c.json(
-      {
-        model: model.name,
-        version: String(version),
-        variant,
-        request_id: c.get('requestId'),
-        predictions: indexOf.map((i) => rows[i]),
-      },
-      200,
-      {
-        [HEADERS.modelVersion]: String(version),
-        [HEADERS.variant]: variant,
-        'x-served-by': response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend',
-        [HEADERS.serverTiming]: `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`,
-      },
-    )
+    const res = c.json({
+      model: model.name,
+      version: String(version),
+      variant,
+      request_id: c.get('requestId'),
+      predictions: indexOf.map((i) => rows[i]),
+    })
+    // On the built response: more than one header through c.json() costs a Headers copy (~10 µs in Node).
+    res.headers.set('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')
+    res.headers.set(HEADERS.serverTiming, `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`)
+    return res
   }

@@ -7,6 +7,7 @@ import { rolloutSchema, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 import { randomUuid } from '../random-ids.ts'
 import { formatPath, isRecord } from '../validation/format.ts'
+import { jsonBody } from '../body/json-body.ts'
 
 export interface RolloutRoutesOptions {
   services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore }
@@ -60,9 +61,7 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
     .put('/v1/models/:model/rollout', async (c) => {
       const { catalog, rollouts } = services(c)
       const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
-      const body: unknown = await c.req.json().catch(() => {
-        throw new Problem(400, 'Bad Request', 'the body is not valid JSON', { slug: 'malformed-json' })
-      })
+      const body: unknown = await jsonBody(c)
       const parsed = rolloutSchema.safeParse(isRecord(body) && isRecord(body.rollout) ? body.rollout : body)
       if (!parsed.success) {
         const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))

@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import { MemoryKeyStore } from '../../edge/auth/key-store.ts'
+import { ModelCatalog } from '../../edge/catalog/model-catalog.ts'
+import { HttpTransport } from '../../edge/forward/http-transport.ts'
+import { Problem } from '../../edge/problem.ts'
+import { MemoryRolloutStore } from '../../edge/routing/rollout-store.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
 
@@ -135,5 +139,29 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
     expect(res.status).toBe(503)
     expect(res.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/)
     expect(await res.json()).toMatchObject({ status: 503, title: 'Service Unavailable' })
+  })
+
+  it('names the version it routed to on a refusal that comes after routing', async () => {
+    const real = new HttpTransport({ baseUrl: backend.url })
+    const overloaded = {
+      name: 'overloaded',
+      models: (requestId: string) => real.models(requestId),
+      metadata: (model: string, requestId: string) => real.metadata(model, requestId),
+      infer: async () => {
+        throw new Problem(503, 'Service Unavailable', 'the inference tier is saturated', { headers: { 'retry-after': '2' } })
+      },
+    }
+    const saturated = createApp({
+      keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }]),
+      services: () => ({ transport: overloaded, catalog: new ModelCatalog({ transport: real }), rollouts: new MemoryRolloutStore() }),
+    })
+    const res = await saturated.request('/v1/models/credit-risk/predict', {
+      method: 'POST', body: JSON.stringify({ instances: [instance(1)], entity: { user_id: 'u' } }), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    }, env)
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('2')
+    expect(res.headers.get('x-model-version')).toBe('2')
+    expect(res.headers.get('x-variant')).toBe('stable')
+    expect(res.headers.get('x-input-normalized')).toBe('0')
   })
 })

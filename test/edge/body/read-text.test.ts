@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { BodyTooLarge, readBodyText } from '../../../edge/body/read-text.ts'
+
+/** A request whose body arrives in the given chunks, counting how many the reader pulled. */
+const streamed = (chunks: Uint8Array[]) => {
+  let pulled = 0
+  let cancelled = false
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulled === chunks.length) return controller.close()
+      controller.enqueue(chunks[pulled++])
+    },
+    cancel() {
+      cancelled = true
+    },
+  })
+  const request = new Request('http://edge.test/', { method: 'POST', body, duplex: 'half' } as RequestInit)
+  return { request, pulled: () => pulled, cancelled: () => cancelled }
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+describe('readBodyText', () => {
+  it('joins the chunks of a streamed body, even a character split across two', async () => {
+    const euro = bytes('{"v":"€"}')
+    const { request } = streamed([euro.slice(0, 7), euro.slice(7)])
+    expect(await readBodyText(request, 1024)).toBe('{"v":"€"}')
+  })
+
+  it('drops a leading BOM and replaces bytes that are not UTF-8, as Request.text() does', async () => {
+    const { request } = streamed([new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0xff, 0x7d])])
+    const text = await readBodyText(request, 1024)
+    expect(text).toBe('{\uFFFD}')
+    expect(text).toBe(await new Request('http://edge.test/', { method: 'POST', body: new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0xff, 0x7d]) }).text())
+  })
+
+  it('answers an empty string for a request without a body', async () => {
+    expect(await readBodyText(new Request('http://edge.test/'), 10)).toBe('')
+  })
+
+  it('accepts a body of exactly the limit', async () => {
+    const { request } = streamed([bytes('12345'), bytes('67890')])
+    expect(await readBodyText(request, 10)).toBe('1234567890')
+  })
+
+  it('stops at the chunk that passes the limit and cancels the rest of the stream', async () => {
+    const { request, pulled, cancelled } = streamed(Array.from({ length: 100 }, () => bytes('x'.repeat(10))))
+    const refused = await readBodyText(request, 25).catch((err: unknown) => err)
+    expect(refused).toBeInstanceOf(BodyTooLarge)
+    expect((refused as BodyTooLarge).message).toBe('request body exceeds 25 bytes')
+    expect(pulled()).toBeLessThanOrEqual(5)
+    expect(cancelled()).toBe(true)
+  })
+})
