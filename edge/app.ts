@@ -39,8 +39,33 @@ export interface EdgeAppOptions {
   log?: (line: string) => void
 }
 
-const allowedOrigins = (c: Context<AppEnv>): string[] =>
-  (c.env?.ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean)
+/** ALLOWED_ORIGINS as a list, parsed once per distinct value (it arrives with every request). */
+const originAllowList = () => {
+  let parsed: { from: string; origins: readonly string[] } = { from: '', origins: [] }
+  return (c: Context<AppEnv>): readonly string[] => {
+    const from = c.env?.ALLOWED_ORIGINS ?? ''
+    if (parsed.from !== from) parsed = { from, origins: from.split(',').map((o) => o.trim()).filter(Boolean) }
+    return parsed.origins
+  }
+}
+
+/**
+ * The secure headers that matter for a JSON API (OWASP REST Security Cheat Sheet): HSTS, nosniff,
+ * no framing, no referrer, same-origin resource policy. The document-only ones hono/secure-headers
+ * also sends by default (COOP, Origin-Agent-Cluster, X-DNS-Prefetch-Control, X-Download-Options,
+ * X-Permitted-Cross-Domain-Policies, X-XSS-Protection) protect nothing on a JSON response and
+ * each costs a header write per response.
+ */
+const apiSecureHeaders = () =>
+  secureHeaders({
+    xFrameOptions: 'DENY',
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+  })
 
 /**
  * The edge worker's HTTP surface. The predict pipeline runs in the order of DESIGN's request
@@ -62,6 +87,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
     return middleware
   }
 
+  const allowedOrigins = originAllowList()
   const app = new Hono<AppEnv>()
   app.use(
     '*',
@@ -74,7 +100,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
       exposeHeaders: ['x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
       maxAge: 600,
     }),
-    secureHeaders(),
+    apiSecureHeaders(),
     requireJson({ maxBytes: maxBodyBytes }),
   )
   const callers = stage('auth', auth({ store: keys, scope: 'predict' }))

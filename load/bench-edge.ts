@@ -159,7 +159,7 @@ const main = async (): Promise<void> => {
     const load1 = loadavg()
     const legend = [
       `In-process: the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests;`,
-      `  p50/p99/mean: performance.now() around \`await app.request(req)\` with req built just before; CPU µs/req: this process, all threads, per request.`,
+      `  p50/p99/mean: performance.now() around \`await app.request(req)\` with req (body as UTF-8 bytes) built just before; CPU µs/req: this process, all threads, per request.`,
       `  IN-PROCESS STAND-IN backend: a Transport answering a correctly shaped InferResponse without I/O (no HTTP, no JSON, no model); metadata read from models/credit-risk/config.json.`,
       `  warm: the seeded user ${WARM_USER}, an isolate-cache hit; cold: a new user id per request, an isolate-cache miss read from the embedded memory store (not Redis; the id is unknown there, so defaults fill in).`,
       `End to end: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, all on this machine's cores; p50/p99 at autocannon's 1 ms resolution;`,

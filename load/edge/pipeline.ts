@@ -30,7 +30,8 @@ const percentile = (sorted: Float64Array, p: number): number =>
  * the in-isolate rate limiter, normalize, validate, enrich through the isolate feature cache in
  * front of the embedded memory store, route, predict) with the backend replaced by the
  * in-process stand-in. Sequential requests, each timed with performance.now around
- * `await app.request(...)`; the Request object is built just before the timer starts.
+ * `await app.request(...)`; the Request object (its body as UTF-8 bytes) is built just before the
+ * timer starts.
  */
 export const measurePipeline = async (
   cases: readonly PipelineCase[],
@@ -50,12 +51,14 @@ export const measurePipeline = async (
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` }
   let coldUser = 0
 
-  const bodyFor = (instances: number, cache: FeatureCache): string =>
-    JSON.stringify({
+  // Bytes, as a body arrives from the network: a string body would be UTF-8-encoded inside the timer.
+  const encoder = new TextEncoder()
+  const bodyFor = (instances: number, cache: FeatureCache): Uint8Array =>
+    encoder.encode(JSON.stringify({
       instances: Array.from({ length: instances }, (_, i) => applicant(i)),
       // A user id never seen before: the isolate cache misses and the memory store is read.
       entity: { user_id: cache === 'warm' ? WARM_USER : `bench-cold-${++coldUser}` },
-    })
+    }))
 
   const once = async (instances: number, cache: FeatureCache): Promise<number> => {
     const request = new Request(`http://edge.bench${PREDICT_PATH}`, { method: 'POST', headers, body: bodyFor(instances, cache) })

@@ -33,8 +33,25 @@ describe('edge app skeleton', () => {
     expect(gzip.status).toBe(415)
   })
 
-  it('sets secure headers', async () => {
-    const res = await app.request('/healthz')
-    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+  it('sets the secure headers of a JSON API, on refusals too, and none of the document-only ones', async () => {
+    for (const res of [await app.request('/healthz'), await app.request('/nope')]) {
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+      expect(res.headers.get('strict-transport-security')).toBe('max-age=15552000; includeSubDomains')
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer')
+      expect(res.headers.get('cross-origin-resource-policy')).toBe('same-origin')
+      for (const documentOnly of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']) {
+        expect(res.headers.has(documentOnly)).toBe(false)
+      }
+    }
+  })
+
+  it('follows ALLOWED_ORIGINS as it arrives with each request', async () => {
+    const from = async (origin: string, ALLOWED_ORIGINS: string) =>
+      (await app.request('/healthz', { headers: { origin } }, { ALLOWED_ORIGINS })).headers.get('access-control-allow-origin')
+    expect(await from('https://a.example.test', 'https://a.example.test, https://b.example.test')).toBe('https://a.example.test')
+    expect(await from('https://b.example.test', 'https://a.example.test, https://b.example.test')).toBe('https://b.example.test')
+    expect(await from('https://a.example.test', 'https://b.example.test')).toBeNull()
+    expect(await from('https://a.example.test', '')).toBeNull()
   })
 })
