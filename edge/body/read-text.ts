@@ -5,14 +5,25 @@ export class BodyTooLarge extends Error {
   }
 }
 
+const decoder = new TextDecoder()
+
 /**
  * Reads a request body as UTF-8 text (a leading BOM dropped, invalid bytes replaced, as
- * `Request.text()` does), counting bytes as they arrive: a body past `maxBytes` is refused
- * after at most one chunk beyond the limit, declared length or not (chunked uploads declare
- * none). Reading the stream directly skips `Request.text()`'s own promise chain, ~20 µs in Node.
+ * `Request.text()` does), never more than `maxBytes`:
+ * - with a declared Content-Length (checked against the limit before this is called) the
+ *   runtime reads it in one go: in workerd that is native code, several times cheaper than a
+ *   reader loop in JavaScript; the length is checked again, in case it was declared falsely;
+ * - without one (chunked uploads) bytes are counted as they arrive, and a body past the limit is
+ *   refused after at most one chunk beyond it, the rest of the stream cancelled. In Node this
+ *   loop is also cheaper than `Request.text()`'s own promise chain.
  */
 export const readBodyText = async (request: Request, maxBytes: number): Promise<string> => {
   if (request.body === null) return ''
+  if (request.headers.has('content-length')) {
+    const body = await request.arrayBuffer()
+    if (body.byteLength > maxBytes) throw new BodyTooLarge(maxBytes)
+    return decoder.decode(body)
+  }
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let bytes = 0
@@ -26,7 +37,7 @@ export const readBodyText = async (request: Request, maxBytes: number): Promise<
     }
     chunks.push(value)
   }
-  return new TextDecoder().decode(chunks.length === 1 ? chunks[0] : concat(chunks, bytes))
+  return decoder.decode(chunks.length === 1 ? chunks[0] : concat(chunks, bytes))
 }
 
 const concat = (chunks: readonly Uint8Array[], bytes: number): Uint8Array => {
