@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { Feature, FeatureSpec } from '../../shared/feature-spec.ts'
 import type { PredictInput } from '../env.ts'
 import type { FieldError } from '../problem.ts'
+import { CONTROL, MAX_STRING_LENGTH, compileAcceptor } from './acceptor.ts'
 import { describeValue, formatPath, isRecord } from './format.ts'
 
 export interface CompileOptions {
@@ -19,12 +20,6 @@ export interface PredictValidator {
   /** Validates a (normalized) body; on success the data carries no defaults (enrichment fills those). */
   validate(body: unknown): ValidationResult
 }
-
-/** Longest category value or entity id accepted; longer strings are refused, not truncated. */
-export const MAX_STRING_LENGTH = 256
-
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/
 
 type Issue = { code: string; input?: unknown }
 const required = (iss: Issue, otherwise: string): string => (iss.input === undefined ? 'is required' : `${otherwise}, got ${describeValue(iss.input)}`)
@@ -99,7 +94,8 @@ const toFieldErrors = (issues: readonly z.core.$ZodIssue[], unknownMessage: (pat
  * `{ instances: [{feature: value}], entity?: {key: id} }`. Strict: unknown features and keys,
  * wrong types, non-integers, non-finite or out-of-range numbers, empty strings, entity features
  * sent without `overridable`, and zero or too many instances are refused, each with its own
- * `{ path, message }`. Compile once per spec (see `SchemaCache`); validating is the hot path.
+ * `{ path, message }`. Compile once per spec (see `SchemaCache`); validating is the hot path:
+ * accepted bodies pass a plain-code twin of the schema (`compileAcceptor`), zod explains refusals.
  */
 export const compilePredictSchema = (spec: FeatureSpec, { maxInstances = 64 }: CompileOptions = {}): PredictValidator => {
   const entityKeys = [...new Set(spec.features.flatMap((f) => (f.source === 'request' ? [] : [f.source.key])))]
@@ -158,10 +154,14 @@ export const compilePredictSchema = (spec: FeatureSpec, { maxInstances = 64 }: C
     return errors
   }
 
+  const accepts = compileAcceptor(spec, maxInstances, entityKeys)
+
   return {
     schema,
     maxInstances,
     validate(body) {
+      // What the schema accepts is handed on as it came: zod's copy of it would be equal.
+      if (accepts(body) && crossCheck(body).length === 0) return { success: true, data: body as PredictInput }
       const parsed = schema.safeParse(body)
       const errors = parsed.success ? [] : toFieldErrors(parsed.error.issues, unknownMessage)
       // Skip the cross-check when the instance count itself was refused (nothing else was looked at).
