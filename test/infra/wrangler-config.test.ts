@@ -29,6 +29,8 @@ describe('wrangler.toml', () => {
       expect(stdout).toContain(`env.BACKEND_URL ("${backend}`)
       expect(stdout).toMatch(/env\.MAX_INSTANCES \("64"\)/)
       expect(bundle).toMatch(/scheduled/)
+      // keep_names = false: no __name() wrapper around every function the worker creates per request.
+      expect(bundle).not.toMatch(/__name\(/)
     },
   )
 })
