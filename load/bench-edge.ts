@@ -1,12 +1,13 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, extname, join } from 'node:path'
 import { processCpuMicros } from './cpu.ts'
 import { runAutocannon, type LoadResult } from './autocannon.ts'
 import { measurePipeline, type PipelineCase } from './edge/pipeline.ts'
 import { PIPELINE_TARGET_US, formatEdgeTable, isTargetCase, type EndToEnd } from './edge/table.ts'
 import { findWorkerdPid } from './edge/workerd-pid.ts'
-import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, equivalentInferBody, predictBody } from './edge/workload.ts'
+import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './edge/workload.ts'
+import { measureInWorkerd, type WorkerdPipelineResult } from './edge/workerd-pipeline.ts'
 import { cleanUp, installSignalHandlers, interrupted, onCleanup, spawnChild } from './processes.ts'
 import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { positiveInt } from './env.ts'
@@ -17,7 +18,8 @@ import { positiveInt } from './env.ts'
  * backend directly, in one run and one table.
  *
  * Env: BENCH_DURATION_S (10), BENCH_CONNECTIONS (16), BENCH_WARMUP_S (2),
- * BENCH_ITERATIONS (10000 timed sequential requests per in-process row; 1/5 as many warm-up).
+ * BENCH_ITERATIONS (10000 timed sequential requests per in-process row; 1/5 as many warm-up),
+ * BENCH_WORKERD_BATCHES (30 calls of 500 requests per app in workerd).
  */
 
 interface Settings {
@@ -25,6 +27,7 @@ interface Settings {
   connections: number
   warmupS: number
   iterations: number
+  workerdBatches: number
 }
 
 const readSettings = (): Settings => ({
@@ -32,6 +35,7 @@ const readSettings = (): Settings => ({
   connections: positiveInt('BENCH_CONNECTIONS', 16),
   warmupS: positiveInt('BENCH_WARMUP_S', 2),
   iterations: positiveInt('BENCH_ITERATIONS', 10_000),
+  workerdBatches: positiveInt('BENCH_WORKERD_BATCHES', 30),
 })
 
 const progress = (message: string): void => {
@@ -43,13 +47,21 @@ const PIPELINE_CASES: PipelineCase[] = [
   { instances: 1, cache: 'cold' },
   { instances: 32, cache: 'warm' },
   { instances: 32, cache: 'cold' },
+  { instances: 1, cache: 'warm', floor: true },
 ]
 
-/** Bundles the worker as a deploy would (`wrangler deploy --dry-run`, workerd conditions). */
-const bundleWorker = async (): Promise<string> => {
+/** Requests per workerd call; each call's time less an empty call's, ÷ this, is one batch mean. */
+const WORKERD_BATCH = 500
+
+/**
+ * Bundles a worker as a deploy would (`wrangler deploy --dry-run`, workerd conditions, the
+ * settings of wrangler.toml): the edge's own entry, or another entry script such as the
+ * benchmark's pipeline worker. Answers the bundle's path.
+ */
+const bundleWorker = async (entry = 'edge/worker.ts'): Promise<string> => {
   const outdir = await mkdtemp(join(tmpdir(), 'bench-edge-bundle-'))
   onCleanup(() => rm(outdir, { recursive: true, force: true }))
-  const child = spawnChild(process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--outdir', outdir], {
+  const child = spawnChild(process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', entry, '--dry-run', '--outdir', outdir], {
     cwd: ROOT,
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -58,7 +70,21 @@ const bundleWorker = async (): Promise<string> => {
   child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
   const code = await child.exited
   if (code !== 0) throw new Error(`wrangler deploy --dry-run exited with ${code}: ${stderr}`)
-  return join(outdir, 'worker.js')
+  return join(outdir, `${basename(entry, extname(entry))}.js`)
+}
+
+const inWorkerd = async (settings: Settings): Promise<WorkerdPipelineResult[]> => {
+  progress('in workerd: bundling the pipeline worker (wrangler deploy --dry-run)')
+  const bundle = await bundleWorker('load/edge/pipeline-worker.ts')
+  const { key, entry } = await benchKey()
+  progress(`in workerd: ${settings.workerdBatches} batches of ${WORKERD_BATCH} requests per app`)
+  return measureInWorkerd({
+    bundle,
+    compatibilityDate: await compatibilityDate(),
+    bindings: { BENCH_METADATA: JSON.stringify(await creditRiskMetadata()), BENCH_KEY: key, BENCH_KEY_ENTRY: JSON.stringify(entry), BENCH_BODY: predictBody(1, WARM_USER) },
+    batches: settings.workerdBatches,
+    batchSize: WORKERD_BATCH,
+  })
 }
 
 const compatibilityDate = async (): Promise<string> => {
@@ -154,22 +180,26 @@ const main = async (): Promise<void> => {
     // In-process first, with no child alive: the pipeline gets the cores this benchmark leaves free.
     progress('in-process pipeline')
     const pipeline = await measurePipeline(PIPELINE_CASES, { iterations: settings.iterations, warmup: Math.max(500, Math.round(settings.iterations / 5)) })
+    const workerd = await inWorkerd(settings)
     const e2e = await endToEnd(settings)
     const target = pipeline.find(isTargetCase)
     const load1 = loadavg()
     const legend = [
-      `In-process: the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests;`,
-      `  p50/p99/mean: performance.now() around \`await app.request(req)\` with req (body as UTF-8 bytes) built just before; CPU µs/req: this process, all threads, per request.`,
+      `In-process (Node ${process.versions.node}): the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests,`,
+      `  the rows taking turns in blocks of 250; p50/p99/mean: performance.now() around \`await app.request(req)\` with req (body as UTF-8 bytes, no Content-Length) built just before;`,
+      `  CPU µs/req: this process, all threads, per request. floor: a bare Hono app on the same path (read the body, JSON.parse, c.json): Node's Request/Response cost before the edge does anything.`,
       `  IN-PROCESS STAND-IN backend: a Transport answering a correctly shaped InferResponse without I/O (no HTTP, no JSON, no model); metadata read from models/credit-risk/config.json.`,
       `  warm: the seeded user ${WARM_USER}, an isolate-cache hit; cold: a new user id per request, an isolate-cache miss read from the embedded memory store (not Redis; the id is unknown there, so defaults fill in).`,
+      `In workerd: load/edge/pipeline-worker.ts, bundled like the worker, runs ${WORKERD_BATCH} sequential app.request() per call (each Request, with its Content-Length, built and its answer read in the loop);`,
+      `  workerd's clock stands still inside a request, so the host times ${settings.workerdBatches} calls per app and subtracts an empty call: batch means, their median and 90th percentile in the p50 and p99 columns.`,
       `End to end: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, all on this machine's cores; p50/p99 at autocannon's 1 ms resolution;`,
       `  mean = connections ÷ req/s (Little's law, sub-ms). CPU µs/req: the backend process (backend row), the workerd process (edge row).`,
       `  edge: the wrangler-bundled worker in workerd via Miniflare (no wrangler dev proxy), 1 instance, user ${WARM_USER}; backend: backend/server.ts defaults (BATCHING=on), same applicant pre-encoded.`,
       `Target: in-process p50 < ${PIPELINE_TARGET_US} µs for 1 instance, warm cache: ${target ? `${target.p50Us.toFixed(1)} µs → ${target.p50Us < PIPELINE_TARGET_US ? 'PASS' : 'MISS'}` : 'not measured'}.`,
       `Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' ')}, at end ${load1.map((x) => x.toFixed(2)).join(' ')} on ${cpus().length} cores shared with other work: wall-clock rows move with the neighbours.`,
-      `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations})`,
+      `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches})`,
     ].join('\n')
-    process.stdout.write(`\n${formatEdgeTable(pipeline, e2e)}\n\n${legend}\n`)
+    process.stdout.write(`\n${formatEdgeTable(pipeline, workerd, e2e)}\n\n${legend}\n`)
   } finally {
     await cleanUp()
   }

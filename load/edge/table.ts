@@ -1,6 +1,7 @@
 import type { LoadResult } from '../autocannon.ts'
 import { formatTable } from '../table.ts'
 import type { PipelineResult } from './pipeline.ts'
+import type { WorkerdPipelineResult } from './workerd-pipeline.ts'
 
 export interface EndToEnd {
   backend: LoadResult
@@ -25,12 +26,12 @@ const littleMs = (l: LoadResult, connections: number): number => (l.reqPerSec > 
 const HEADERS = ['measurement', 'inst', 'features', 'p50', 'p99', 'mean', 'req/s', 'CPU µs/req', 'non-2xx/err', 'edge adds p50/p99', 'target']
 const ALIGN = ['left', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left'] as const
 
-export const isTargetCase = (r: PipelineResult): boolean => r.instances === 1 && r.cache === 'warm'
+export const isTargetCase = (r: PipelineResult): boolean => r.instances === 1 && r.cache === 'warm' && !r.floor
 
 const pipelineRow = (r: PipelineResult): string[] => [
-  'in-process pipeline, app.request() → IN-PROCESS STAND-IN backend',
+  r.floor ? 'in-process floor: bare Hono app (read body, JSON.parse, c.json)' : 'in-process pipeline, app.request() → IN-PROCESS STAND-IN backend',
   String(r.instances),
-  r.cache === 'warm' ? 'warm (cache hit)' : 'cold (cache miss → memory store)',
+  r.floor ? '-' : r.cache === 'warm' ? 'warm (cache hit)' : 'cold (cache miss → memory store)',
   us(r.p50Us), us(r.p99Us), us(r.meanUs), '-', int(r.cpuUsPerRequest), '0/0', '-',
   isTargetCase(r) ? `p50 < ${PIPELINE_TARGET_US} µs: ${r.p50Us < PIPELINE_TARGET_US ? 'PASS' : 'MISS'}` : '',
 ]
@@ -39,9 +40,14 @@ const loadRow = (label: string, instances: string, features: string, l: LoadResu
   label, instances, features, ms(l.p50Ms), ms(l.p99Ms), ms(littleMs(l, connections)), int(l.reqPerSec), int(cpuUs), failures(l), added, '',
 ]
 
+const workerdRow = (r: WorkerdPipelineResult): string[] => [
+  r.app === 'floor' ? 'in workerd floor: bare Hono app (batch means: median, p90)' : 'in workerd pipeline → STAND-IN (batch means: median, p90)',
+  '1', r.app === 'floor' ? '-' : 'warm (cache hit)', us(r.medianUs), us(r.p90Us), '-', '-', '-', '0/0', '-', '',
+]
+
 /** The one table: every row from the same run. */
-export const formatEdgeTable = (pipeline: readonly PipelineResult[], e2e: EndToEnd | undefined): string => {
-  const rows = pipeline.map(pipelineRow)
+export const formatEdgeTable = (pipeline: readonly PipelineResult[], workerd: readonly WorkerdPipelineResult[], e2e: EndToEnd | undefined): string => {
+  const rows = [...pipeline.map(pipelineRow), ...workerd.map(workerdRow)]
   if (e2e) {
     const addedP50 = e2e.edge.p50Ms - e2e.backend.p50Ms
     const addedP99 = e2e.edge.p99Ms - e2e.backend.p99Ms

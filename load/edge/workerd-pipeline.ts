@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { Miniflare } from 'miniflare'
+import type { PipelineWorkerBindings } from './pipeline-worker.ts'
+
+export type WorkerdApp = 'edge' | 'floor'
+
+export interface WorkerdPipelineResult {
+  app: WorkerdApp
+  batches: number
+  batchSize: number
+  /** Per-request mean of each batch (its call time less an empty call's, ÷ batch size): median and 90th percentile over batches. */
+  medianUs: number
+  p90Us: number
+}
+
+const sortedPercentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
+
+/**
+ * The pipeline in workerd itself (`load/edge/pipeline-worker.ts`, bundled like the worker): each
+ * call runs `batchSize` sequential requests in-process; a call with none measures what the
+ * call itself costs. Calls alternate between the apps and an empty call, so both see the same
+ * machine. Per-request numbers are batch means, not single requests: workerd's clock does not
+ * move inside a request.
+ */
+export const measureInWorkerd = async ({
+  bundle,
+  compatibilityDate,
+  bindings,
+  batches,
+  batchSize,
+}: {
+  bundle: string
+  compatibilityDate: string
+  bindings: PipelineWorkerBindings
+  batches: number
+  batchSize: number
+}): Promise<WorkerdPipelineResult[]> => {
+  const mf = new Miniflare({
+    modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
+    modulesRoot: dirname(bundle),
+    compatibilityDate,
+    compatibilityFlags: ['nodejs_compat'],
+    bindings: { ...bindings },
+  })
+  try {
+    const call = async (app: WorkerdApp, n: number): Promise<number> => {
+      const started = performance.now()
+      const res = await mf.dispatchFetch(`http://bench.local/run?app=${app}&n=${n}`)
+      const text = await res.text()
+      if (res.status !== 200) throw new Error(`the pipeline worker answered ${res.status}: ${text.slice(0, 500)}`)
+      return performance.now() - started
+    }
+    const apps: WorkerdApp[] = ['edge', 'floor']
+    for (let i = 0; i < 5; i++) for (const app of apps) await call(app, batchSize)
+    const empty: number[] = []
+    const full = new Map<WorkerdApp, number[]>(apps.map((app) => [app, []]))
+    for (let b = 0; b < batches; b++) {
+      empty.push(await call('edge', 0))
+      for (const app of apps) full.get(app)!.push(await call(app, batchSize))
+    }
+    const overhead = sortedPercentile([...empty].sort((x, y) => x - y), 50)
+    return apps.map((app) => {
+      const means = full.get(app)!.map((ms) => ((ms - overhead) / batchSize) * 1e3).sort((x, y) => x - y)
+      return { app, batches, batchSize, medianUs: sortedPercentile(means, 50), p90Us: sortedPercentile(means, 90) }
+    })
+  } finally {
+    await mf.dispose()
+  }
+}
