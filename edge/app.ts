@@ -29,6 +29,7 @@ import { servicesResolver, type EdgeServices } from './services.ts'
 import type { Bindings } from './env.ts'
 
 export interface EdgeAppOptions {
+  /** Body limit when the `MAX_BODY_BYTES` binding is unset or not a positive whole number. */
   maxBodyBytes?: number
   /** Builds the isolate's services from its bindings (tests inject their own). */
   services?: (env: Bindings) => EdgeServices
@@ -79,6 +80,10 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
   const limiter = limiterOption ?? new SlidingWindowLimiter()
   const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec
   const maxInstances = (c: Context<AppEnv>) => Number(c.env?.MAX_INSTANCES ?? 64) || 64
+  const bodyLimit = (c: Context<AppEnv>) => {
+    const bytes = Number(c.env?.MAX_BODY_BYTES)
+    return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : maxBodyBytes
+  }
   // MAX_INSTANCES is a binding, known per request: one validate middleware per distinct value.
   const validators = new Map<number, ReturnType<typeof validate>>()
   const validatorFor = (max: number) => {
@@ -101,7 +106,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
       maxAge: 600,
     }),
     apiSecureHeaders(),
-    requireJson({ maxBytes: maxBodyBytes }),
+    requireJson({ maxBytes: bodyLimit }),
   )
   const callers = stage('auth', auth({ store: keys, scope: 'predict' }))
   const admins = stage('auth', auth({ store: keys, scope: 'admin' }))

@@ -1,11 +1,11 @@
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { BodyTooLarge, readBodyText } from '../body/read-text.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
 
 export interface RequireJsonOptions {
-  /** Largest body accepted, in bytes. */
-  maxBytes?: number
+  /** Largest body accepted, in bytes, or how to find it for this request (e.g. from a binding). */
+  maxBytes?: number | ((c: Context<AppEnv>) => number)
 }
 
 const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
@@ -15,9 +15,10 @@ const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
  * limit (declared, or counted while the body streams in), 415 for other media types or content
  * codings. The body is read here, once, and handed on as `bodyText`.
  */
-export const requireJson = ({ maxBytes = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
+export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
   async function requireJson(c, next) {
     if (c.req.method !== 'POST' && c.req.method !== 'PUT') return next()
+    const maxBytes = typeof limit === 'function' ? limit(c) : limit
     const declared = c.req.header('content-length')
     if (declared !== undefined && Number(declared) > maxBytes) {
       throw new Problem(413, 'Payload Too Large', `request body is ${declared} bytes; the limit is ${maxBytes}`)

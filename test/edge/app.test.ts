@@ -54,4 +54,15 @@ describe('edge app skeleton', () => {
     expect(await from('https://a.example.test', 'https://b.example.test')).toBeNull()
     expect(await from('https://a.example.test', '')).toBeNull()
   })
+
+  it('takes the body limit from MAX_BODY_BYTES when it is a positive whole number, else its own default', async () => {
+    const post = (bytes: number, MAX_BODY_BYTES?: string) =>
+      app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(bytes - 10) }), headers: { 'content-type': 'application/json' } }, MAX_BODY_BYTES === undefined ? {} : { MAX_BODY_BYTES })
+    // Past the limit: 413; within it, the body is read and the request goes on to auth (401 here).
+    expect((await post(200, '100')).status).toBe(413)
+    expect((await post(200, '300')).status).toBe(401)
+    expect((await post(2000, '4096')).status).toBe(401)
+    expect((await post(2000)).status).toBe(413)
+    for (const invalid of ['', '0', '-5', '1.5', 'lots']) expect((await post(2000, invalid)).status).toBe(413)
+  })
 })
