@@ -163,5 +163,10 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
     expect(res.headers.get('x-model-version')).toBe('2')
     expect(res.headers.get('x-variant')).toBe('stable')
     expect(res.headers.get('x-input-normalized')).toBe('0')
+    // Every stage names its headers on the final response, the refusal included.
+    expect(res.headers.get('ratelimit-limit')).toBe('1000')
+    expect(res.headers.get('x-trace-id')).toMatch(/^[0-9a-f]{32}$/)
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
   })
 })
