@@ -1,4 +1,4 @@
-/** The body grew past the limit while it was read; reading stopped there. */
+/** The body is longer than the limit; nothing past the limit was kept. */
 export class BodyTooLarge extends Error {
   constructor(readonly limit: number) {
     super(`request body exceeds ${limit} bytes`)
