@@ -3,6 +3,8 @@ import { MemoryKeyStore } from '../../edge/auth/key-store.ts'
 import { ModelCatalog } from '../../edge/catalog/model-catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/rate-limit/sliding-window.ts'
 import { MemoryRolloutStore } from '../../edge/routing/rollout-store.ts'
+import { spawnChild } from '../processes.ts'
+import { ROOT } from '../servers.ts'
 import { createFloorApp } from './floor-app.ts'
 import { InProcessBackendStandIn } from './in-process-backend.ts'
 import { PREDICT_PATH, WARM_USER, applicant, benchKey, creditRiskMetadata } from './workload.ts'
@@ -18,88 +20,117 @@ export interface PipelineCase {
 
 export interface PipelineResult extends PipelineCase {
   iterations: number
+  /** Over every sample of every process. */
   p50Us: number
+  /** Each process's own p50, in the order they ran. */
+  processP50sUs: number[]
   p99Us: number
   meanUs: number
   /** This process's CPU time (all threads: GC, the crypto pool) over the measured loop ÷ iterations (includes building each Request, outside the timer). */
   cpuUsPerRequest: number
 }
 
-/** Timed requests per case before the next case takes its turn. */
-const BLOCK = 250
-
 const percentile = (sorted: Float64Array, p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
 
+export interface CaseSamples {
+  /** Milliseconds per timed request. */
+  samples: number[]
+  /** This process's CPU time over the timed loop (all threads: GC, the crypto pool). */
+  cpuMicros: number
+}
+
 /**
- * The edge pipeline's own cost: `app.request()` on the real `createApp` (auth with a hashed key,
+ * One case, in this process: `app.request()` on the real `createApp` (auth with a hashed key,
  * the in-isolate rate limiter, normalize, validate, enrich through the isolate feature cache in
  * front of the embedded memory store, route, predict) with the backend replaced by the
- * in-process stand-in. Sequential requests, the cases taking turns in blocks of 250, each timed
- * with performance.now around `await app.request(...)`; the Request object (its body as UTF-8
- * bytes, no Content-Length) is built just before the timer starts.
+ * in-process stand-in, or on the floor app. Sequential requests, each timed with performance.now
+ * around `await app.request(...)`; the Request object (its body as UTF-8 bytes, no
+ * Content-Length) is built just before the timer starts.
  */
-export const measurePipeline = async (
-  cases: readonly PipelineCase[],
-  { iterations, warmup }: { iterations: number; warmup: number },
-): Promise<PipelineResult[]> => {
+export const sampleCase = async ({ instances, cache, floor: bare }: PipelineCase, { iterations, warmup }: { iterations: number; warmup: number }): Promise<CaseSamples> => {
   const standIn = new InProcessBackendStandIn(await creditRiskMetadata())
   const { key, entry } = await benchKey()
-  const app = createApp({
-    keys: new MemoryKeyStore([entry]),
-    services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
-    limiter: new SlidingWindowLimiter(),
-    // The line is still built; writing it is the runtime's job (Workers Logs), not the pipeline's.
-    log: () => {},
-  })
+  const app = bare
+    ? createFloorApp()
+    : createApp({
+        keys: new MemoryKeyStore([entry]),
+        services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
+        limiter: new SlidingWindowLimiter(),
+        // The line is still built; writing it is the runtime's job (Workers Logs), not the pipeline's.
+        log: () => {},
+      })
   // BACKEND_URL only names the configuration; the stand-in is what answers.
   const env = { BACKEND_URL: 'in-process-stand-in', MAX_INSTANCES: '64' }
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` }
+  const rows = Array.from({ length: instances }, (_, i) => applicant(i))
   let coldUser = 0
-
   // Bytes, as a body arrives from the network: a string body would be UTF-8-encoded inside the timer.
   const encoder = new TextEncoder()
-  const bodyFor = (instances: number, cache: FeatureCache): Uint8Array =>
-    encoder.encode(JSON.stringify({
-      instances: Array.from({ length: instances }, (_, i) => applicant(i)),
-      // A user id never seen before: the isolate cache misses and the memory store is read.
-      entity: { user_id: cache === 'warm' ? WARM_USER : `bench-cold-${++coldUser}` },
-    }))
-
-  const floor = createFloorApp()
-  const once = async ({ instances, cache, floor: bare }: PipelineCase): Promise<number> => {
-    const request = new Request(`http://edge.bench${PREDICT_PATH}`, { method: 'POST', headers, body: bodyFor(instances, cache) })
+  const body = (): Uint8Array =>
+    // A user id never seen before: the isolate cache misses and the memory store is read.
+    encoder.encode(JSON.stringify({ instances: rows, entity: { user_id: cache === 'warm' ? WARM_USER : `bench-cold-${process.pid}-${++coldUser}` } }))
+  const once = async (): Promise<number> => {
+    const request = new Request(`http://edge.bench${PREDICT_PATH}`, { method: 'POST', headers, body: body() })
     const started = performance.now()
-    const res = await (bare ? floor : app).request(request, undefined, env)
+    const res = await app.request(request, undefined, env)
     const elapsed = performance.now() - started
     if (res.status !== 200) throw new Error(`in-process predict answered ${res.status}: ${(await res.text()).slice(0, 500)}`)
     await res.arrayBuffer()
     return elapsed
   }
+  // The first request compiles the spec's validator and fills the catalog; then the JIT warms up.
+  for (let i = 0; i <= warmup; i++) await once()
+  const samples: number[] = []
+  const cpuBefore = process.cpuUsage()
+  for (let i = 0; i < iterations; i++) samples.push(await once())
+  const cpu = process.cpuUsage(cpuBefore)
+  if (!bare && standIn.calls === 0) throw new Error('the in-process stand-in was never called: the pipeline did not reach the backend')
+  return { samples, cpuMicros: cpu.user + cpu.system }
+}
 
-  // First request per case outside any timing: compiles the spec's validator and fills the catalog.
-  for (const c of cases) await once(c)
-  // Warm-up of every case before any is timed, so the first row does not pay for the JIT of all.
-  for (const c of cases) for (let i = 0; i < warmup; i++) await once(c)
-  // Cases take turns in blocks, so a slow spell of this shared machine lands on every row alike
-  // instead of on whichever row happened to be running.
-  const samples = cases.map(() => new Float64Array(iterations))
-  const cpuMicros = cases.map(() => 0)
-  for (let done = 0; done < iterations; done += BLOCK) {
-    const block = Math.min(BLOCK, iterations - done)
+/** Runs one case in a fresh Node process (load/edge/pipeline-child.ts) and answers its samples. */
+const sampleInChild = async (c: PipelineCase, options: { iterations: number; warmup: number }): Promise<CaseSamples> => {
+  const child = spawnChild(process.execPath, ['--import', 'tsx', 'load/edge/pipeline-child.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PIPELINE_CASE: JSON.stringify(c), PIPELINE_ITERATIONS: String(options.iterations), PIPELINE_WARMUP: String(options.warmup) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.process.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
+  const code = await child.exited
+  if (code !== 0) throw new Error(`the pipeline child for ${JSON.stringify(c)} exited with ${code}: ${stderr}`)
+  return JSON.parse(stdout) as CaseSamples
+}
+
+/**
+ * Every case measured in processes of its own, so no row inherits the JIT state another row
+ * left (measured: the one-instance row ran ~30 µs slower after the 32-instance rows had warmed
+ * the same functions up for other shapes). The cases take turns over `rounds` processes each,
+ * so a slow spell of this shared machine lands on every row alike.
+ */
+export const measurePipeline = async (
+  cases: readonly PipelineCase[],
+  { iterations, warmup, rounds }: { iterations: number; warmup: number; rounds: number },
+): Promise<PipelineResult[]> => {
+  const perRound = Math.ceil(iterations / rounds)
+  const collected = cases.map((): CaseSamples => ({ samples: [], cpuMicros: 0 }))
+  const processP50s = cases.map((): number[] => [])
+  for (let round = 0; round < rounds; round++) {
     for (const [k, c] of cases.entries()) {
-      const cpuBefore = process.cpuUsage()
-      for (let i = done; i < done + block; i++) samples[k][i] = await once(c)
-      const cpu = process.cpuUsage(cpuBefore)
-      cpuMicros[k] += cpu.user + cpu.system
+      const { samples, cpuMicros } = await sampleInChild(c, { iterations: perRound, warmup })
+      collected[k].samples.push(...samples)
+      collected[k].cpuMicros += cpuMicros
+      processP50s[k].push(percentile(Float64Array.from(samples).sort(), 50) * 1e3)
     }
   }
-  const results = cases.map((c, k): PipelineResult => {
-    const sorted = samples[k].sort()
+  return cases.map((c, k): PipelineResult => {
+    const sorted = Float64Array.from(collected[k].samples).sort()
     let sum = 0
     for (const s of sorted) sum += s
-    return { ...c, iterations, p50Us: percentile(sorted, 50) * 1e3, p99Us: percentile(sorted, 99) * 1e3, meanUs: (sum / iterations) * 1e3, cpuUsPerRequest: cpuMicros[k] / iterations }
+    const n = sorted.length
+    return { ...c, iterations: n, p50Us: percentile(sorted, 50) * 1e3, processP50sUs: processP50s[k], p99Us: percentile(sorted, 99) * 1e3, meanUs: (sum / n) * 1e3, cpuUsPerRequest: collected[k].cpuMicros / n }
   })
-  if (standIn.calls === 0) throw new Error('the in-process stand-in was never called: the pipeline did not reach the backend')
-  return results
 }
