@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { spawnChild } from './processes.ts'
+import { runToEnd } from './processes.ts'
 
 export interface LoadOptions {
   url: string
@@ -54,14 +54,7 @@ export const runAutocannon = async ({ url, body, connections, durationS, headers
     '-m', 'POST', ...headerArgs, '-b', body,
     url,
   ]
-  const child = spawnChild(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.process.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.process.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
-  const code = await child.exited
-  if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.slice(-2_000)}`)
-  return parseResult(stdout)
+  return parseResult(await runToEnd('autocannon', process.execPath, args))
 }
 
 /** autocannon prints newline-delimited JSON; the result is the last object. */

@@ -8,7 +8,7 @@ import { PIPELINE_TARGET_US, bestProcessP50Us, formatEdgeTable, isTargetCase, ty
 import { findWorkerdPid } from './edge/workerd-pid.ts'
 import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './edge/workload.ts'
 import { measureInWorkerd, type WorkerdPipelineResult } from './edge/workerd-pipeline.ts'
-import { cleanUp, installSignalHandlers, interrupted, onCleanup, spawnChild } from './processes.ts'
+import { cleanUp, installSignalHandlers, interrupted, onCleanup, runToEnd } from './processes.ts'
 import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { positiveInt } from './env.ts'
 
@@ -65,15 +65,10 @@ const WORKERD_BATCH = 500
 const bundleWorker = async (entry = 'edge/worker.ts'): Promise<string> => {
   const outdir = await mkdtemp(join(tmpdir(), 'bench-edge-bundle-'))
   onCleanup(() => rm(outdir, { recursive: true, force: true }))
-  const child = spawnChild(process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', entry, '--dry-run', '--outdir', outdir], {
+  await runToEnd('wrangler deploy --dry-run', process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', entry, '--dry-run', '--outdir', outdir], {
     cwd: ROOT,
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
-    stdio: ['ignore', 'ignore', 'pipe'],
   })
-  let stderr = ''
-  child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
-  const code = await child.exited
-  if (code !== 0) throw new Error(`wrangler deploy --dry-run exited with ${code}: ${stderr}`)
   return join(outdir, `${basename(entry, extname(entry))}.js`)
 }
 

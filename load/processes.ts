@@ -61,6 +61,21 @@ export const spawnChild = (command: string, args: readonly string[], options: Sp
   return child
 }
 
+/**
+ * Runs a child to its end and answers what it printed on stdout; a non-zero exit throws with
+ * `what` and the tail of its stderr.
+ */
+export const runToEnd = async (what: string, command: string, args: readonly string[], options: Omit<SpawnOptions, 'stdio'> = {}): Promise<string> => {
+  const child = spawnChild(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.process.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
+  const code = await child.exited
+  if (code !== 0) throw new Error(`${what} exited with ${code}: ${stderr}`)
+  return stdout
+}
+
 /** Registers work to run when the benchmark ends, normally or not (temp directories). */
 export const onCleanup = (work: () => Promise<void> | void): void => {
   cleanups.push(work)

@@ -3,7 +3,7 @@ import { MemoryKeyStore } from '../../edge/auth/key-store.ts'
 import { ModelCatalog } from '../../edge/catalog/model-catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/rate-limit/sliding-window.ts'
 import { MemoryRolloutStore } from '../../edge/routing/rollout-store.ts'
-import { spawnChild } from '../processes.ts'
+import { runToEnd } from '../processes.ts'
 import { ROOT } from '../servers.ts'
 import { createFloorApp } from './floor-app.ts'
 import { InProcessBackendStandIn } from './in-process-backend.ts'
@@ -91,17 +91,10 @@ export const sampleCase = async ({ instances, cache, floor: bare }: PipelineCase
 
 /** Runs one case in a fresh Node process (load/edge/pipeline-child.ts) and answers its samples. */
 const sampleInChild = async (c: PipelineCase, options: { iterations: number; warmup: number }): Promise<CaseSamples> => {
-  const child = spawnChild(process.execPath, ['--import', 'tsx', 'load/edge/pipeline-child.ts'], {
+  const stdout = await runToEnd(`the pipeline child for ${JSON.stringify(c)}`, process.execPath, ['--import', 'tsx', 'load/edge/pipeline-child.ts'], {
     cwd: ROOT,
     env: { ...process.env, PIPELINE_CASE: JSON.stringify(c), PIPELINE_ITERATIONS: String(options.iterations), PIPELINE_WARMUP: String(options.warmup) },
-    stdio: ['ignore', 'pipe', 'pipe'],
   })
-  let stdout = ''
-  let stderr = ''
-  child.process.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.process.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4_000)))
-  const code = await child.exited
-  if (code !== 0) throw new Error(`the pipeline child for ${JSON.stringify(c)} exited with ${code}: ${stderr}`)
   return JSON.parse(stdout) as CaseSamples
 }
 
