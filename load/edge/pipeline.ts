@@ -3,6 +3,7 @@ import { MemoryKeyStore } from '../../edge/auth/key-store.ts'
 import { ModelCatalog } from '../../edge/catalog/model-catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/rate-limit/sliding-window.ts'
 import { MemoryRolloutStore } from '../../edge/routing/rollout-store.ts'
+import { percentile } from '../percentile.ts'
 import { runToEnd } from '../processes.ts'
 import { ROOT } from '../servers.ts'
 import { createFloorApp } from './floor-app.ts'
@@ -30,8 +31,6 @@ export interface PipelineResult extends PipelineCase {
   cpuUsPerRequest: number
 }
 
-const percentile = (sorted: Float64Array, p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
 
 export interface CaseSamples {
   /** Milliseconds per timed request. */

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { Miniflare } from 'miniflare'
+import { percentile } from '../percentile.ts'
 import type { PipelineWorkerBindings } from './pipeline-worker.ts'
 
 export type WorkerdApp = 'edge' | 'floor'
@@ -14,7 +15,6 @@ export interface WorkerdPipelineResult {
   p90Us: number
 }
 
-const sortedPercentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
 
 /**
  * The pipeline in workerd itself (`load/edge/pipeline-worker.ts`, bundled like the worker): each
@@ -59,10 +59,10 @@ export const measureInWorkerd = async ({
       empty.push(await call('edge', 0))
       for (const app of apps) full.get(app)!.push(await call(app, batchSize))
     }
-    const overhead = sortedPercentile([...empty].sort((x, y) => x - y), 50)
+    const overhead = percentile([...empty].sort((x, y) => x - y), 50)
     return apps.map((app) => {
       const means = full.get(app)!.map((ms) => ((ms - overhead) / batchSize) * 1e3).sort((x, y) => x - y)
-      return { app, batches, batchSize, medianUs: sortedPercentile(means, 50), p90Us: sortedPercentile(means, 90) }
+      return { app, batches, batchSize, medianUs: percentile(means, 50), p90Us: percentile(means, 90) }
     })
   } finally {
     await mf.dispose()
