@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { LOG_LEVELS } from './logger.ts'
 
@@ -7,6 +8,8 @@ const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(mi
 export const settingsSchema = z.object({
   PORT: intFromEnv(8000),
   HOST: z.string().default('127.0.0.1'),
+  /** Which process this is, in the health answers (a launcher confirms it reached its own child); a fresh UUID when unset. */
+  INSTANCE_ID: z.string().min(1).default(() => randomUUID()),
   MODEL_REPOSITORY: z.string().default('./models'),
   /** Bearer token for the repository API; unset disables it. */
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { basename, extname, join } from 'node:path'
 import { processCpuMicros } from './cpu.ts'
@@ -79,16 +79,10 @@ const inWorkerd = async (settings: Settings): Promise<WorkerdPipelineResult[]> =
   progress(`in workerd: ${settings.workerdBatches} batches of ${WORKERD_BATCH} requests per app`)
   return measureInWorkerd({
     bundle,
-    compatibilityDate: await compatibilityDate(),
     bindings: { BENCH_METADATA: JSON.stringify(await creditRiskMetadata()), BENCH_KEY: key, BENCH_KEY_ENTRY: JSON.stringify(entry), BENCH_BODY: predictBody(1, WARM_USER) },
     batches: settings.workerdBatches,
     batchSize: WORKERD_BATCH,
   })
-}
-
-const compatibilityDate = async (): Promise<string> => {
-  const toml = await readFile(join(ROOT, 'wrangler.toml'), 'utf8')
-  return /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1] ?? '2026-04-01'
 }
 
 /** Fails instead of hanging when a child never says it is listening (it is stopped on the way out). */
@@ -129,7 +123,6 @@ const endToEnd = async (settings: Settings): Promise<EndToEnd> => {
     progress('end to end: starting the edge in workerd')
     edge = await within(60_000, 'workerd to listen', startServer('load/edge/workerd-host.ts', {
       EDGE_BUNDLE: bundle,
-      EDGE_COMPATIBILITY_DATE: await compatibilityDate(),
       EDGE_BINDINGS: JSON.stringify({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), MAX_INSTANCES: '64', ALLOWED_ORIGINS: '' }),
     }))
     const workerdPid = edge.child.process.pid === undefined ? undefined : findWorkerdPid(edge.child.process.pid)

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -6,6 +7,7 @@ import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import { featureKey } from '../../edge/features/feature-store.ts'
 import seed from './features.json' with { type: 'json' }
+import { assertPortFree, confirmBackend, confirmEdge, listenPort } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
 
 /**
@@ -18,10 +20,15 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  * The rollout controller runs as in production, on the worker's Cron Trigger, fired here every
  * `CONTROLLER_TICK_S` seconds (60); `CONTROLLER_*` and `MODEL_REPOSITORY` from the environment
  * reach the worker and the backend (`demo:canary` uses them for a fast, scripted canary).
+ *
+ * It never reports a stack it did not start: both ports must be free before anything starts,
+ * the backend must answer with the instance id given to it and the edge must accept the fresh
+ * key. It exits 0 only when asked to stop (Ctrl-C or SIGTERM); a failed start or a child that
+ * exits on its own stops the rest and exits 1.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const BACKEND_PORT = process.env.BACKEND_PORT ?? '8000'
-const EDGE_PORT = process.env.EDGE_PORT ?? '8787'
+const BACKEND_PORT = listenPort('BACKEND_PORT', 8000)
+const EDGE_PORT = listenPort('EDGE_PORT', 8787)
 const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 const TICK_S = Number(process.env.CONTROLLER_TICK_S ?? 60)
@@ -40,15 +47,17 @@ const start = (name: string, command: string, args: string[], env: Record<string
   createInterface({ input: child.stderr! }).on('line', prefix)
   child.on('exit', (code, signal) => {
     if (!stopping) {
-      process.stdout.write(`[${name}] exited (${code ?? signal}); stopping the stack\n`)
-      stop()
+      process.stderr.write(`[${name}] exited (${code ?? signal}); stopping the stack\n`)
+      stop(1)
     }
   })
   return child
 }
 
 let stopping = false
-const stop = () => {
+/** Stops every child (as a group) and exits with `exitCode` once they are gone. */
+const stop = (exitCode: number) => {
+  if (stopping) return
   stopping = true
   void adapter?.close()
   for (const child of children) {
@@ -62,20 +71,11 @@ const stop = () => {
   }
   // Leave once every child is gone (or after a grace period), so nothing outlives `npm start`.
   const gone = children.map((child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r))))
-  void Promise.all(gone).then(() => process.exit(0))
-  setTimeout(() => process.exit(0), 10_000).unref()
+  void Promise.all(gone).then(() => process.exit(exitCode))
+  setTimeout(() => process.exit(exitCode), 10_000).unref()
 }
-process.on('SIGINT', stop)
-process.on('SIGTERM', stop)
-
-const waitFor = async (url: string, tries = 600): Promise<void> => {
-  for (let i = 0; i < tries && !stopping; i++) {
-    const ok = await fetch(url).then((r) => r.ok, () => false)
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 200))
-  }
-  throw new Error(`${url} did not come up`)
-}
+process.on('SIGINT', () => stop(0))
+process.on('SIGTERM', () => stop(0))
 
 /** The Upstash adapter in front of the given Redis, with the demo users' features written to it. */
 const startRedisAdapter = async (redisUrl: string): Promise<UpstashAdapter> => {
@@ -94,26 +94,36 @@ const exampleInstance = () => ({
 })
 
 const main = async () => {
+  await assertPortFree(BACKEND_PORT, 'BACKEND_PORT')
+  await assertPortFree(EDGE_PORT, 'EDGE_PORT')
   const key = generateApiKey('local')
   const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 6_000 }
   const redis = process.env.REDIS_URL ? await startRedisAdapter(process.env.REDIS_URL) : undefined
   // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
-  writeFileSync(`${ROOT}.dev.vars`, [
-    `API_KEYS='${JSON.stringify([entry])}'`,
-    `BACKEND_URL=${BACKEND_URL}`,
-    'ALLOWED_ORIGINS=http://127.0.0.1:5173,http://localhost:5173',
-    ...(redis ? [`UPSTASH_REDIS_REST_URL=${redis.url}`, `UPSTASH_REDIS_REST_TOKEN=${redis.token}`] : []),
-    // Local overrides of the controller's wrangler.toml vars.
-    ...Object.entries(process.env).filter(([name]) => name.startsWith('CONTROLLER_') && name !== 'CONTROLLER_TICK_S').map(([name, value]) => `${name}=${value}`),
-    '',
-  ].join('\n'))
+  // With [secrets] declared in wrangler.toml it takes just those from the file, so the rest
+  // (vars, the optional local Redis, controller overrides) go on the command line.
+  writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify([entry])}'\n`)
+  const vars: Record<string, string> = {
+    BACKEND_URL,
+    ALLOWED_ORIGINS: 'http://127.0.0.1:5173,http://localhost:5173',
+    ...(redis && { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: redis.token }),
+    ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('CONTROLLER_') && e[0] !== 'CONTROLLER_TICK_S' && e[1] !== undefined)),
+  }
 
-  start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: BACKEND_PORT, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
-  await waitFor(`${BACKEND_URL}/v2/health/ready`)
-  start('edge', process.execPath, [
-    'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', EDGE_PORT, '--show-interactive-dev-session=false', '--log-level', 'warn', '--test-scheduled',
-  ], { WRANGLER_SEND_METRICS: 'false' })
-  await waitFor(`${EDGE_URL}/healthz`)
+  const instanceId = randomUUID()
+  const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
+  process.stdout.write(`[backend] pid ${backend.pid}\n`)
+  await confirmBackend(BACKEND_URL, instanceId, { cancelled: () => stopping })
+  const edge = start('edge', process.execPath, [
+    'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', String(EDGE_PORT), '--show-interactive-dev-session=false', '--log-level', 'warn', '--test-scheduled',
+    ...Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
+  ], {
+    WRANGLER_SEND_METRICS: 'false',
+    // Offline, the lookup of a real Request.cf object fails with a getaddrinfo stack trace; the placeholder serves locally.
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+  })
+  process.stdout.write(`[edge] pid ${edge.pid}\n`)
+  await confirmEdge(EDGE_URL, key, { cancelled: () => stopping })
   if (TICK_S > 0) {
     const ticker = setInterval(() => void fetch(`${EDGE_URL}${SCHEDULED_PATH}`).then((r) => r.arrayBuffer(), () => undefined), TICK_S * 1000)
     ticker.unref()
@@ -133,5 +143,5 @@ const main = async () => {
 
 main().catch((err: unknown) => {
   process.stderr.write(`npm start failed: ${err instanceof Error ? err.message : String(err)}\n`)
-  stop()
+  stop(1)
 })

@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
-import type { Readable } from 'node:stream'
 import { Miniflare } from 'miniflare'
+import { bundledWorkerOptions } from '../../infra/local/workerd.ts'
 
 /**
  * Child process of `bench:edge`: runs the bundled edge worker in real workerd through Miniflare
@@ -9,8 +7,7 @@ import { Miniflare } from 'miniflare'
  * port, then logs `{"msg":"listening","url":...}` like the backend so `startServer` can find it.
  * Started in a process group of its own: the benchmark's stop signal reaches workerd too.
  *
- * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets),
- * EDGE_COMPATIBILITY_DATE.
+ * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets).
  */
 const log = (entry: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(entry)}\n`)
 
@@ -18,20 +15,16 @@ const main = async () => {
   const bundle = process.env.EDGE_BUNDLE
   if (!bundle) throw new Error('EDGE_BUNDLE is not set')
   const bindings = JSON.parse(process.env.EDGE_BINDINGS ?? '{}') as Record<string, string>
-  const mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
-    modulesRoot: dirname(bundle),
-    compatibilityDate: process.env.EDGE_COMPATIBILITY_DATE ?? '2026-04-01',
-    compatibilityFlags: ['nodejs_compat'],
+  const mf = new Miniflare(await bundledWorkerOptions({
+    bundle,
     bindings,
     host: '127.0.0.1',
     port: 0,
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      // Drained, always: a full pipe would stall workerd mid-benchmark. Errors go to our stderr.
-      stdout.resume()
-      stderr.on('data', (d: Buffer) => process.stderr.write(d))
+    // Only errors reach our stderr: a line per request would be measured with the worker.
+    onLog: (level, message) => {
+      if (level === 'error') process.stderr.write(`${message}\n`)
     },
-  })
+  }))
   const url = (await mf.ready).toString().replace(/\/$/, '')
   let stopping = false
   const stop = () => {

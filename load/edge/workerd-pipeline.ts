@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
 import { Miniflare } from 'miniflare'
+import { bundledWorkerOptions } from '../../infra/local/workerd.ts'
 import { percentile } from '../percentile.ts'
 import type { PipelineWorkerBindings } from './pipeline-worker.ts'
 
@@ -25,24 +24,16 @@ export interface WorkerdPipelineResult {
  */
 export const measureInWorkerd = async ({
   bundle,
-  compatibilityDate,
   bindings,
   batches,
   batchSize,
 }: {
   bundle: string
-  compatibilityDate: string
   bindings: PipelineWorkerBindings
   batches: number
   batchSize: number
 }): Promise<WorkerdPipelineResult[]> => {
-  const mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
-    modulesRoot: dirname(bundle),
-    compatibilityDate,
-    compatibilityFlags: ['nodejs_compat'],
-    bindings: { ...bindings },
-  })
+  const mf = new Miniflare(await bundledWorkerOptions({ bundle, bindings: { ...bindings } }))
   try {
     const call = async (app: WorkerdApp, n: number): Promise<number> => {
       const started = performance.now()

@@ -27,7 +27,7 @@ const index = async () => (await post<Array<{ name: string; version: string; sta
 beforeAll(async () => {
   repo = await createFixtureRepository()
   await repo.addModel('tiny')
-  backend = await startBackend({ MODEL_REPOSITORY: repo.root, ADMIN_TOKEN })
+  backend = await startBackend({ MODEL_REPOSITORY: repo.root, ADMIN_TOKEN, INSTANCE_ID: 'server-test-7' })
   url = backend.url
 })
 
@@ -37,9 +37,9 @@ afterAll(async () => {
 })
 
 describe('health and server metadata', () => {
-  it('is live and, with the pinned demo model warm, ready', async () => {
-    expect(await get('/v2/health/live')).toMatchObject({ status: 200, body: { live: true } })
-    expect(await get('/v2/health/ready')).toMatchObject({ status: 200, body: { ready: true } })
+  it('is live and, with the pinned demo model warm, ready; both answers name the instance', async () => {
+    expect(await get('/v2/health/live')).toMatchObject({ status: 200, body: { live: true, instance_id: 'server-test-7' } })
+    expect(await get('/v2/health/ready')).toMatchObject({ status: 200, body: { ready: true, instance_id: 'server-test-7' } })
   })
 
   it('describes itself and its extensions', async () => {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { Miniflare } from 'miniflare'
+import { bundledWorkerOptions } from '../../../infra/local/workerd.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
 import { startRedisServer, type RedisServer } from '../../infra/support/redis-server.ts'
@@ -32,13 +33,10 @@ beforeAll(async () => {
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
   })
   bundle = await readFile(join(outdir, 'upstash-worker.js'), 'utf8')
-  mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: join(outdir, 'upstash-worker.js'), contents: bundle }],
-    modulesRoot: outdir,
-    compatibilityDate: '2026-04-01',
-    compatibilityFlags: ['nodejs_compat'],
+  mf = new Miniflare(await bundledWorkerOptions({
+    bundle: join(outdir, 'upstash-worker.js'),
     bindings: { UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN },
-  })
+  }))
   url = (await mf.ready).toString().replace(/\/$/, '')
 })
 

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Readable } from 'node:stream'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
+import { bundledWorkerOptions } from '../../../infra/local/workerd.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const run = promisify(execFile)
@@ -29,16 +29,11 @@ export const startWorker = async (bindings: Record<string, string>): Promise<Run
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
   })
   const logs: string[] = []
-  const mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: join(outdir, 'worker.js'), contents: await readFile(join(outdir, 'worker.js'), 'utf8') }],
-    modulesRoot: outdir,
-    compatibilityDate: '2026-04-01',
-    compatibilityFlags: ['nodejs_compat'],
+  const mf = new Miniflare(await bundledWorkerOptions({
+    bundle: join(outdir, 'worker.js'),
     bindings,
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      for (const stream of [stdout, stderr]) stream.on('data', (d: Buffer) => logs.push(...d.toString().split('\n').filter(Boolean)))
-    },
-  })
+    onLog: (_level, message) => logs.push(...message.split('\n').filter(Boolean)),
+  }))
   const url = (await mf.ready).toString().replace(/\/$/, '')
   return {
     mf,

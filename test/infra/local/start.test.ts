@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { createServer, type Server } from 'node:net'
 import { createInterface } from 'node:readline'
 import { describe, expect, it } from 'vitest'
 import { freePort } from '../../support/ports.ts'
@@ -11,30 +12,91 @@ const parseCurl = (line: string) => {
   return { url: url!, headers, body: body! }
 }
 
-describe('npm start', () => {
-  it('brings up backend and edge, prints a request that works as pasted, and stops everything on SIGTERM', async () => {
-    const [backendPort, edgePort] = [await freePort(), await freePort()]
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
-      env: { ...process.env, BACKEND_PORT: String(backendPort), EDGE_PORT: String(edgePort) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    try {
-      const curl = await new Promise<string>((resolve, reject) => {
-        createInterface({ input: child.stdout! }).on('line', (line) => line.trim().startsWith('curl -s') && resolve(line))
-        void exited.then((code) => reject(new Error(`npm start exited early (${code})`)))
+/** `npm start` as a child on the given ports, every line it prints collected. */
+const startStack = (ports: { backend: number; edge: number }) => {
+  // As a person runs it: vitest's NODE_ENV=test would switch off behaviour (wrangler's Request.cf lookup) a user meets.
+  const { NODE_ENV: _vitest, ...userEnv } = process.env
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+    env: { ...userEnv, BACKEND_PORT: String(ports.backend), EDGE_PORT: String(ports.edge) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const lines: string[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line))
+  createInterface({ input: child.stderr! }).on('line', (line) => lines.push(line))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  /** The first printed line that matches, or a rejection if the stack exits first. */
+  const line = (pattern: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const found = lines.find((l) => pattern.test(l))
+        if (found) {
+          clearInterval(timer)
+          resolve(found)
+        }
+      }, 50)
+      void exited.then((code) => {
+        clearInterval(timer)
+        reject(new Error(`npm start exited (${code}) before printing ${pattern}:\n${lines.join('\n')}`))
       })
-      const { url, headers, body } = parseCurl(curl)
-      expect(url).toBe(`http://127.0.0.1:${edgePort}/v1/models/credit-risk/predict`)
+    })
+  return { child, lines, exited, line }
+}
+
+const occupy = async (port: number): Promise<Server> => {
+  const server = createServer((socket) => socket.end())
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  return server
+}
+
+describe('npm start', () => {
+  it('brings up backend and edge, prints a request that works as pasted and no stack trace, and exits 0 on SIGTERM with nothing left running', async () => {
+    const ports = { backend: await freePort(), edge: await freePort() }
+    const stack = startStack(ports)
+    let code: number | null
+    try {
+      const { url, headers, body } = parseCurl(await stack.line(/^\s*curl -s/))
+      expect(url).toBe(`http://127.0.0.1:${ports.edge}/v1/models/credit-risk/predict`)
       const res = await fetch(url, { method: 'POST', headers, body })
       expect(res.status).toBe(200)
       expect(await res.json()).toMatchObject({ model: 'credit-risk', version: '2', predictions: [{ label: expect.stringMatching(/risk$/) }] })
     } finally {
-      child.kill('SIGTERM')
-      await exited
+      stack.child.kill('SIGTERM')
+      code = await stack.exited
     }
-    const stillUp = await fetch(`http://127.0.0.1:${backendPort}/v2/health/live`).then(() => true, () => false)
-    const edgeUp = await fetch(`http://127.0.0.1:${edgePort}/healthz`).then(() => true, () => false)
+    expect(code).toBe(0)
+    expect(stack.lines.filter((l) => /\sat .+:\d+:\d+\)?$|ENOTFOUND|Error:/.test(l)), stack.lines.join('\n')).toEqual([])
+    const stillUp = await fetch(`http://127.0.0.1:${ports.backend}/v2/health/live`).then(() => true, () => false)
+    const edgeUp = await fetch(`http://127.0.0.1:${ports.edge}/healthz`).then(() => true, () => false)
     expect([stillUp, edgeUp]).toEqual([false, false])
+  })
+
+  it('exits 1 and stops the edge when the backend dies on its own', async () => {
+    const ports = { backend: await freePort(), edge: await freePort() }
+    const stack = startStack(ports)
+    try {
+      await stack.line(/^edge-infer is up/)
+      const pid = Number(/\[backend\] pid (\d+)/.exec(await stack.line(/^\[backend\] pid/))?.[1])
+      process.kill(pid, 'SIGKILL')
+      expect(await stack.exited).toBe(1)
+    } finally {
+      stack.child.kill('SIGTERM')
+      await stack.exited
+    }
+    expect(stack.lines).toContain('[backend] exited (SIGKILL); stopping the stack')
+    expect(await fetch(`http://127.0.0.1:${ports.edge}/healthz`).then(() => true, () => false)).toBe(false)
+  })
+
+  it.each(['BACKEND_PORT', 'EDGE_PORT'] as const)('refuses at once, exit 1, when the port of %s is taken, naming the port and the variable', async (variable) => {
+    const ports = { backend: await freePort(), edge: await freePort() }
+    const taken = variable === 'BACKEND_PORT' ? ports.backend : ports.edge
+    const squatter = await occupy(taken)
+    try {
+      const stack = startStack(ports)
+      expect(await stack.exited).toBe(1)
+      expect(stack.lines).toContain(`npm start failed: port ${taken} is already in use: stop what holds it, or set ${variable} to another port`)
+      expect(stack.lines.some((l) => l.startsWith('edge-infer is up') || l.includes('[backend] pid'))).toBe(false)
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve))
+    }
   })
 })

@@ -1,0 +1,38 @@
+import { readFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { convertV4MiniflareOptions, type MiniflareOptions } from 'miniflare'
+import { unstable_readConfig } from 'wrangler'
+
+const WRANGLER_TOML = fileURLToPath(new URL('../../wrangler.toml', import.meta.url))
+
+export interface BundledWorkerOptions {
+  /** Path of the bundle's entry module (`worker.js` from `wrangler deploy --dry-run --outdir`). */
+  bundle: string
+  /** Vars and secrets, as strings (what a Worker's `env` holds for them). */
+  bindings: Record<string, string>
+  host?: string
+  port?: number
+  /** Each line the worker logs (console.*), with its level; unset, Miniflare prints them. */
+  onLog?: (level: string, message: string) => void
+}
+
+/**
+ * Miniflare options that run a wrangler-built bundle in workerd the way a deploy runs it: the
+ * compatibility date and flags come from wrangler.toml, never a copy. Miniflare 5 (the one
+ * wrangler ships) takes a list of workers; `convertV4MiniflareOptions` builds it from the
+ * single-worker form and keeps the dev registry off, so parallel test workers never find each other.
+ */
+export const bundledWorkerOptions = async ({ bundle, bindings, onLog, ...shared }: BundledWorkerOptions): Promise<MiniflareOptions> => {
+  const config = unstable_readConfig({ config: WRANGLER_TOML })
+  if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} names no compatibility_date`)
+  return convertV4MiniflareOptions({
+    ...shared,
+    ...(onLog && { handleStructuredLogs: ({ level, message }: { level: string; message: string }) => onLog(level, message) }),
+    modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
+    modulesRoot: dirname(bundle),
+    compatibilityDate: config.compatibility_date,
+    compatibilityFlags: config.compatibility_flags,
+    bindings,
+  })
+}
