@@ -24,9 +24,9 @@ const compiledWorker = new URL('./worker.js', import.meta.url)
 const sourceWorker = new URL('./worker.ts', import.meta.url)
 
 /**
- * A compiled build runs worker.js directly. Under tsx (development, tests) the worker is
- * TypeScript: Node 20 does not apply `--import` loaders given in a Worker's execArgv, so a
- * small bootstrap registers tsx inside the thread before importing it.
+ * A compiled build runs worker.js directly. From source the worker is TypeScript, and a thread
+ * started inside vitest (whose own loader threads do not inherit) would have no loader for it, so
+ * a small bootstrap registers tsx inside the thread before importing it.
  */
 const workerEntry = (): URL => {
   if (!import.meta.url.endsWith('.ts')) return compiledWorker

@@ -4,33 +4,89 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
+import { unstable_readConfig } from 'wrangler'
+import type { Bindings } from '../../edge/env.ts'
 
 const run = promisify(execFile)
+const ENVIRONMENTS = [['default', ''], ['staging', 'staging'], ['production', 'production']] as const
+
+/**
+ * Where each of the worker's bindings comes from. The compiler holds this table to `Bindings`
+ * (no name missing, none extra); the tests below hold its `var` and `required secret` rows to
+ * every wrangler.toml environment, so the type and the config cannot drift apart.
+ */
+const BINDING_SOURCES = {
+  BACKEND_URL: 'var',
+  ALLOWED_ORIGINS: 'var',
+  MAX_BODY_BYTES: 'var',
+  MAX_INSTANCES: 'var',
+  FEATURE_TIMEOUT_MS: 'var',
+  API_KEYS: 'required secret',
+  UPSTASH_REDIS_REST_URL: 'optional secret',
+  UPSTASH_REDIS_REST_TOKEN: 'optional secret',
+  LAMBDA_FUNCTION: 'optional secret',
+  LAMBDA_REGION: 'optional secret',
+  AWS_ACCESS_KEY_ID: 'optional secret',
+  AWS_SECRET_ACCESS_KEY: 'optional secret',
+  ALERT_WEBHOOK_URL: 'optional secret',
+  LAMBDA_ENDPOINT: 'local only',
+  CONTROLLER_STEPS: 'override of a default in code',
+  CONTROLLER_DWELL_MINUTES: 'override of a default in code',
+  CONTROLLER_MIN_ROWS: 'override of a default in code',
+  CONTROLLER_MIN_REQUESTS: 'override of a default in code',
+  CONTROLLER_ERROR_RATE_MARGIN: 'override of a default in code',
+  CONTROLLER_PSI_WARNING: 'override of a default in code',
+  CONTROLLER_PSI_CRITICAL: 'override of a default in code',
+  CONTROLLER_CRITICAL_WINDOWS: 'override of a default in code',
+  CONTROLLER_CLEAN_WINDOWS: 'override of a default in code',
+  CONTROLLER_P95_RATIO: 'override of a default in code',
+  CONTROLLER_P95_SLACK_MS: 'override of a default in code',
+  CONTROLLER_MAX_WINDOW_MINUTES: 'override of a default in code',
+} as const satisfies Record<keyof Bindings, string>
+
+const namesOf = (source: string) => Object.entries(BINDING_SOURCES).filter(([, s]) => s === source).map(([name]) => name).sort()
 
 /** What `wrangler deploy --dry-run` says about an environment: it validates the config and bundles. */
-const dryRun = async (env?: string) => {
+const dryRun = async (env: string) => {
   const outdir = await mkdtemp(join(tmpdir(), 'wrangler-env-'))
   try {
-    const { stdout } = await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir, ...(env ? ['--env', env] : [])], {
+    const { stdout, stderr } = await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir, '--env', env], {
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
     })
     const bundle = await readFile(join(outdir, 'worker.js'), 'utf8')
-    return { stdout, bundle }
+    return { output: stdout + stderr, bundle }
   } finally {
     await rm(outdir, { recursive: true, force: true })
   }
 }
 
+const packageJson = async (name: string) => JSON.parse(await readFile(join('node_modules', name, 'package.json'), 'utf8')) as { version: string; dependencies?: Record<string, string> }
+
 describe('wrangler.toml', () => {
-  it.each([['default', undefined, 'http://127.0.0.1:8000'], ['staging', 'staging', 'https://backend.staging'], ['production', 'production', 'https://backend.edge-infer']])(
-    'the %s environment validates, bundles and names its backend',
+  it.each([['default', '', 'http://127.0.0.1:8000'], ['staging', 'staging', 'https://backend.staging'], ['production', 'production', 'https://backend.edge-infer']])(
+    'the %s environment validates and bundles with no warning, and names its backend',
     async (_name, env, backend) => {
-      const { stdout, bundle } = await dryRun(env)
-      expect(stdout).toContain(`env.BACKEND_URL ("${backend}`)
-      expect(stdout).toMatch(/env\.MAX_INSTANCES \("64"\)/)
+      const { output, bundle } = await dryRun(env)
+      expect(output).toContain(`env.BACKEND_URL ("${backend}`)
+      expect(output).toMatch(/env\.MAX_INSTANCES \("64"\)/)
+      expect(output).not.toMatch(/WARNING|▲/)
       expect(bundle).toMatch(/scheduled/)
       // keep_names = false: no __name() wrapper around every function the worker creates per request.
       expect(bundle).not.toMatch(/__name\(/)
     },
   )
+
+  it.each(ENVIRONMENTS)('the %s environment declares exactly the vars and required secrets that Bindings names', (_name, env) => {
+    const config = unstable_readConfig({ config: 'wrangler.toml', env: env || undefined })
+    expect(Object.keys(config.vars).sort()).toEqual(namesOf('var'))
+    expect([...(config.secrets?.required ?? [])].sort()).toEqual(namesOf('required secret'))
+  })
+
+  it('runs on the newest compatibility date of the one workerd that wrangler and miniflare share', async () => {
+    const workerd = (await packageJson('workerd')).version
+    expect((await packageJson('wrangler')).dependencies?.workerd).toBe(workerd)
+    expect((await packageJson('miniflare')).dependencies?.workerd).toBe(workerd)
+    const release = /^1\.(\d{4})(\d{2})(\d{2})\./.exec(workerd)!
+    expect(unstable_readConfig({ config: 'wrangler.toml' }).compatibility_date).toBe(`${release[1]}-${release[2]}-${release[3]}`)
+  })
 })

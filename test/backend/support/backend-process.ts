@@ -14,10 +14,17 @@ export interface BackendProcess {
   exited: Promise<number | null>
 }
 
+export interface StartOptions {
+  waitReady?: boolean
+  /** What Node runs, from `cwd`: the TypeScript source under tsx unless a build is named. */
+  args?: string[]
+  cwd?: string
+}
+
 /** Starts the real server (`tsx backend/server.ts`) on a free port and waits for it to listen. */
-export const startBackend = async (env: Record<string, string>, { waitReady = true } = {}): Promise<BackendProcess> => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'backend/server.ts'], {
-    cwd: ROOT,
+export const startBackend = async (env: Record<string, string>, { waitReady = true, args = ['--import', 'tsx', 'backend/server.ts'], cwd = ROOT }: StartOptions = {}): Promise<BackendProcess> => {
+  const child = spawn(process.execPath, args, {
+    cwd,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
