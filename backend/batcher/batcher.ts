@@ -49,6 +49,8 @@ export interface BatchObserver {
 
 interface Entry {
   inputs: TensorMap
+  /** The non-batch dims of every input: only entries with the same shape can share a batch. */
+  shape: string
   rows: number
   outputs: string[]
   enqueuedAt: number
@@ -61,17 +63,28 @@ interface Entry {
 
 const RATE_SMOOTHING = 0.2
 
+/** Input names with their dims past the batch dimension, e.g. `values:5` (variable dims make it differ by request). */
+const shapeKey = (inputs: TensorMap): string => {
+  let key = ''
+  for (const name in inputs) key += `${name}:${inputs[name].dims.slice(1).join('x')};`
+  return key
+}
+
 /**
  * The dynamic batcher of one model version (Triton's semantics, plus bounded admission and
  * deadlines). A batch leaves as soon as `maxBatchSize` rows wait (`full`), queued requests add
  * up to a preferred size (`preferred`), or the oldest request has waited `maxQueueDelayUs`
  * (`delay`) — and only when an executor instance is free, so the next batch keeps forming
- * while the current one runs.
+ * while the current one runs. As in Triton, only requests of the same shape share a batch (a
+ * model with a variable inner dimension gets one batch per shape), and a batch that fails, even
+ * while it is being put together, fails its own callers only: nothing thrown leaves the pump.
  */
 export class Batcher {
   private queue: Entry[] = []
   private head = 0
   private queuedRows = 0
+  /** Rows waiting per shape (one entry for a model without variable inner dims). */
+  private queuedRowsByShape = new Map<string, number>()
   private runningRows = 0
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity
@@ -158,13 +171,20 @@ export class Batcher {
     resolve: (r: BatchResult) => void,
     reject: (e: InferenceError) => void,
   ): Entry {
-    const entry: Entry = { inputs: request.inputs, rows: request.rows, outputs: request.outputs, enqueuedAt: now, settled: false, resolve, reject }
+    const entry: Entry = { inputs: request.inputs, shape: shapeKey(request.inputs), rows: request.rows, outputs: request.outputs, enqueuedAt: now, settled: false, resolve, reject }
     if (request.deadline !== undefined) {
       entry.expiry = setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
     this.queue.push(entry)
-    this.queuedRows += entry.rows
+    this.countQueued(entry.shape, entry.rows)
     return entry
+  }
+
+  private countQueued(shape: string, rows: number): void {
+    this.queuedRows += rows
+    const left = (this.queuedRowsByShape.get(shape) ?? 0) + rows
+    if (left === 0) this.queuedRowsByShape.delete(shape)
+    else this.queuedRowsByShape.set(shape, left)
   }
 
   private submitSplit(request: BatchRequest, limit: number, now: number): Promise<BatchResult> {
@@ -205,7 +225,7 @@ export class Batcher {
     if (entry.settled) return
     entry.settled = true
     clearTimeout(entry.expiry)
-    this.queuedRows -= entry.rows
+    this.countQueued(entry.shape, -entry.rows)
     this.notifyIfIdle()
   }
 
@@ -215,7 +235,7 @@ export class Batcher {
       const oldest = this.peek()
       if (!oldest) break
       const now = performance.now()
-      const batch = this.formBatch(oldest, now)
+      const batch = this.formBatch(oldest, now) ?? this.fullBatchOfAnotherShape(oldest.shape)
       if (!batch) {
         this.wakeAt(oldest.enqueuedAt + this.options.maxQueueDelayUs / 1000, now)
         break
@@ -224,26 +244,37 @@ export class Batcher {
     }
   }
 
+  /** The batch due for the oldest request's shape, if one is. */
   private formBatch(oldest: Entry, now: number): { entries: Entry[]; reason: BatchReason } | undefined {
     const { batching, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = this.options
-    if (!batching) return { entries: this.take(1, Infinity), reason: 'single' }
-    if (this.queuedRows >= maxBatchSize) return { entries: this.take(Infinity, maxBatchSize), reason: 'full' }
-    const preferred = this.preferredPrefix(preferredBatchSizes)
-    if (preferred > 0) return { entries: this.take(Infinity, preferred), reason: 'preferred' }
+    const { shape } = oldest
+    if (!batching) return { entries: this.take(shape, 1, Infinity), reason: 'single' }
+    if (this.queuedRowsByShape.get(shape)! >= maxBatchSize) return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'full' }
+    const preferred = this.preferredPrefix(shape, preferredBatchSizes)
+    if (preferred > 0) return { entries: this.take(shape, Infinity, preferred), reason: 'preferred' }
     if (this.closing || now - oldest.enqueuedAt >= maxQueueDelayUs / 1000) {
-      return { entries: this.take(Infinity, maxBatchSize), reason: 'delay' }
+      return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'delay' }
     }
     return undefined
   }
 
-  /** The largest preferred size that queued requests, in order, add up to exactly; 0 if none. */
-  private preferredPrefix(sizes: readonly number[]): number {
+  /** A full batch of a younger shape need not wait for the oldest request's delay. */
+  private fullBatchOfAnotherShape(oldestShape: string): { entries: Entry[]; reason: BatchReason } | undefined {
+    if (!this.options.batching || this.queuedRowsByShape.size < 2) return undefined
+    for (const [shape, rows] of this.queuedRowsByShape) {
+      if (shape !== oldestShape && rows >= this.options.maxBatchSize) return { entries: this.take(shape, Infinity, this.options.maxBatchSize), reason: 'full' }
+    }
+    return undefined
+  }
+
+  /** The largest preferred size that queued requests of `shape`, in order, add up to exactly; 0 if none. */
+  private preferredPrefix(shape: string, sizes: readonly number[]): number {
     if (sizes.length === 0) return 0
     let best = 0
     let sum = 0
     for (let i = this.head; i < this.queue.length; i++) {
       const entry = this.queue[i]
-      if (entry.settled) continue
+      if (entry.settled || entry.shape !== shape) continue
       sum += entry.rows
       if (sum > this.options.maxBatchSize) break
       if (sizes.includes(sum)) best = sum
@@ -260,25 +291,41 @@ export class Batcher {
     return this.queue[this.head]
   }
 
-  /** Takes entries in arrival order, at most `count` of them and `rows` rows in all. */
-  private take(count: number, rows: number): Entry[] {
+  /**
+   * Takes entries of `shape` in arrival order, at most `count` of them and `rows` rows in all,
+   * stopping at the first that does not fit; entries of other shapes keep their places.
+   */
+  private take(shape: string, count: number, rows: number): Entry[] {
     const taken: Entry[] = []
     let total = 0
-    for (let entry = this.peek(); entry && taken.length < count && total + entry.rows <= rows; entry = this.peek()) {
+    for (let i = this.head; i < this.queue.length && taken.length < count; i++) {
+      const entry = this.queue[i]
+      if (entry.settled || entry.shape !== shape) continue
+      if (total + entry.rows > rows) break
       entry.settled = true
       clearTimeout(entry.expiry)
-      this.head++
       total += entry.rows
       taken.push(entry)
     }
-    this.queuedRows -= total
+    this.countQueued(shape, -total)
+    this.peek()
     return taken
   }
 
   private dispatch(entries: Entry[], reason: BatchReason, now: number): void {
     const rows = entries.reduce((n, e) => n + e.rows, 0)
-    const names = Object.keys(entries[0].inputs)
-    const feeds = Object.fromEntries(names.map((name) => [name, concatRows(entries.map((e) => e.inputs[name]))]))
+    const fail = (err: unknown) => {
+      const detail = err instanceof Error ? err.message : String(err)
+      for (const entry of entries) entry.reject(new InferenceError(500, `inference failed: ${detail}`, {}, 'inference_failed'))
+    }
+    let feeds: TensorMap
+    try {
+      feeds = Object.fromEntries(Object.keys(entries[0].inputs).map((name) => [name, concatRows(entries.map((e) => e.inputs[name]))]))
+    } catch (err) {
+      fail(err)
+      this.notifyIfIdle()
+      return
+    }
     const outputs = [...new Set(entries.flatMap((e) => e.outputs))]
     const queueUs = entries.map((e) => Math.round((now - e.enqueuedAt) * 1000))
     const batchSeq = ++this.batches
@@ -295,18 +342,17 @@ export class Batcher {
           entry.resolve({ outputs: pick(results, entry.outputs), queueUs: queueUs[0], computeUs, batchSize: rows, batchReason: reason, batchSeq })
           return
         }
+        // Sliced before anyone is answered: outputs that do not split by rows fail every caller alike.
         let offset = 0
-        entries.forEach((entry, i) => {
+        const answers = entries.map((entry) => {
           const mine = Object.fromEntries(entry.outputs.map((name) => [name, sliceRows(results[name], offset, entry.rows)]))
           offset += entry.rows
-          entry.resolve({ outputs: mine, queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason, batchSeq })
+          return mine
         })
+        entries.forEach((entry, i) => entry.resolve({ outputs: answers[i], queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason, batchSeq }))
       },
-      (err: unknown) => {
-        const detail = err instanceof Error ? err.message : String(err)
-        for (const entry of entries) entry.reject(new InferenceError(500, `inference failed: ${detail}`, {}, 'inference_failed'))
-      },
-    ).finally(() => {
+      fail,
+    ).catch(fail).finally(() => {
       this.runningRows -= rows
       this.pump()
       this.notifyIfIdle()

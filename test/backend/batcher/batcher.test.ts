@@ -131,6 +131,18 @@ describe('Batcher', () => {
     expect(new Set(results.map((r) => r.batchSeq)).size).toBe(3)
   })
 
+  it('fails only the callers of a batch that cannot be put together, and keeps the queue moving', async () => {
+    const b = batcher({ maxBatchSize: 2 })
+    // Claims one row of 4 but carries 6 values: concatenating it overruns the batch's buffer.
+    const broken = { inputs: { features: { datatype: 'FP32' as const, dims: [1, WIDTH], data: Float32Array.from([1, 2, 3, 4, 5, 6]) } }, rows: 1, outputs: ['probabilities'] }
+    const outcomes = await Promise.allSettled([b.submit(request([row(1)])), b.submit(broken)])
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected'])
+    expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as InferenceError).status : 0))).toEqual([500, 500])
+    const after = await b.submit(request([row(2)]))
+    expect(probabilities(after.outputs.probabilities)[0]![0]).toBeCloseTo((await alone([row(2)]))[0]![0]!, 5)
+    expect(b.depth).toBe(0)
+  })
+
   it('drains: answers what it accepted, then refuses new work with 503', async () => {
     const b = batcher({ maxBatchSize: 8, maxQueueDelayUs: 10_000_000 })
     const accepted = [b.submit(request([row(1)])), b.submit(request([row(2)]))]
