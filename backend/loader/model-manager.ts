@@ -264,8 +264,15 @@ export class ModelManager {
         this.options.logger.error('model version failed to load', { model: slot.name, version: target.version, ...errorFields(err) })
       }
     }
+    // A version the policy no longer selects serves on until every selected one does: a broken
+    // successor must not take down the version it would replace.
+    const successorsReady = targets.length > 0 && targets.every((t) => slot.serving.has(t.version))
     for (const [version, serving] of slot.serving) {
       if (targets.some((t) => t.version === version)) continue
+      if (!successorsReady) {
+        this.options.logger.warn('keeping a version the policy no longer selects until its successors are ready', { model: slot.name, version, waiting_for: targets.filter((t) => !slot.serving.has(t.version)).map((t) => t.version) })
+        continue
+      }
       slot.serving.delete(version)
       void this.retire(serving, 'no longer selected by the version policy')
     }
@@ -327,6 +334,10 @@ export class ModelManager {
     const serving = slot?.serving.get(version)
     const failure = slot?.failures.get(version) ?? (onDisk && !onDisk.verified ? onDisk.reason : undefined)
     const base = { name, version: String(version), pinned: disk.config?.pinned ?? false }
+    if (serving && !onDisk?.selected) {
+      const waiting = disk.versions.filter((v) => v.selected && !slot?.serving.has(v.version)).map((v) => v.version)
+      return { ...base, state: 'READY', reason: `not selected by the version policy; serving until version${waiting.length > 1 ? 's' : ''} ${waiting.join(', ')} ${waiting.length > 1 ? 'are' : 'is'} ready`, provider: serving.provider }
+    }
     if (serving) {
       const stale = onDisk && onDisk.digest !== serving.disk.digest
       const reason = failure || stale ? `on-disk copy not loaded${failure ? `: ${failure}` : ' yet'}; serving the previously loaded copy` : ''

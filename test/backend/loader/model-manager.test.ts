@@ -2,7 +2,8 @@ import { cp, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { post, startBackend, until, type BackendProcess } from '../support/backend-process.ts'
-import { createFixtureRepository, type FixtureRepository } from '../support/fixture-repository.ts'
+import { DEMO_REPOSITORY, createFixtureRepository, type FixtureRepository } from '../support/fixture-repository.ts'
+import { formatManifest } from '../../../backend/training/manifest.ts'
 import { creditRequest } from '../support/applicants.ts'
 
 const ADMIN_TOKEN = 'lifecycle-admin-token-0123456789'
@@ -175,5 +176,45 @@ describe('model lifecycle', () => {
     expect(res.status).toBe(503)
     expect(res.body.error).toMatch(/dynamic_batching\.max_queue_delay_us/)
     expect((await infer(url)).status).toBe(200)
+  })
+
+  it.each([
+    ['whose files do not match its MANIFEST', async (dir: string) => {
+      const onnx = await readFile(join(dir, 'model.onnx'))
+      onnx[onnx.length - 10] ^= 0xff
+      await writeFile(join(dir, 'model.onnx'), onnx)
+    }],
+    ['whose ONNX is corrupt under a matching MANIFEST', async (dir: string) => {
+      const files: Record<string, Uint8Array> = {}
+      for (const file of ['model.onnx', 'baseline.json', 'metrics.json']) files[file] = await readFile(join(dir, file))
+      files['model.onnx'] = files['model.onnx']!.subarray(0, 200)
+      await writeFile(join(dir, 'model.onnx'), files['model.onnx'])
+      await writeFile(join(dir, 'MANIFEST'), formatManifest(files))
+    }],
+  ])('keeps the only serving version (latest: 1) serving beside a new version %s, until a good one is ready', async (_case, breakIt) => {
+    const fixture = await start()
+    await rm(join(fixture.root, 'credit-risk', '2'), { recursive: true })
+    await fixture.editConfig('credit-risk', (c) => (c.version_policy = { latest: 1 }))
+    const url = await launch()
+    expect((await infer(url)).body.model_version).toBe('1')
+    await cp(join(DEMO_REPOSITORY, 'credit-risk', '2'), join(fixture.root, 'credit-risk', '2'), { recursive: true })
+    await breakIt(join(fixture.root, 'credit-risk', '2'))
+
+    expect((await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)).status).toBe(200)
+    let entries = await index(url)
+    expect(entry(entries, 'credit-risk', '2')).toMatchObject({ state: 'UNAVAILABLE' })
+    expect(entry(entries, 'credit-risk', '1')).toMatchObject({ state: 'READY', reason: 'not selected by the version policy; serving until version 2 is ready' })
+    const unversioned = await infer(url)
+    expect([unversioned.status, unversioned.body.model_version]).toEqual([200, '1'])
+    expect((await post(`${url}/v2/models/credit-risk/versions/1/infer`, creditRequest(1))).status).toBe(200)
+
+    // The successor repaired: it takes over, and only then is version 1 retired.
+    await rm(join(fixture.root, 'credit-risk', '2'), { recursive: true })
+    await cp(join(DEMO_REPOSITORY, 'credit-risk', '2'), join(fixture.root, 'credit-risk', '2'), { recursive: true })
+    expect((await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)).status).toBe(200)
+    expect((await infer(url)).body.model_version).toBe('2')
+    await until(async () => entry(await index(url), 'credit-risk', '1')?.state === 'UNAVAILABLE')
+    entries = await index(url)
+    expect(entry(entries, 'credit-risk', '1')).toMatchObject({ reason: 'not selected by the version policy' })
   })
 })
