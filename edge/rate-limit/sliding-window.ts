@@ -7,13 +7,13 @@ export interface RateLimitResult {
   /** Further requests allowed right now (0 when refused). */
   remaining: number
   /**
-   * Milliseconds from now until the limit next has room: when `remaining` is 0, until one more
-   * request would be allowed (what `Retry-After` says); otherwise until the current fixed window ends.
+   * Milliseconds from now until one more request than `remaining` fits, when the oldest counted
+   * admission leaves the window. For a refusal: until the next request is allowed (`Retry-After`).
    */
   resetMs: number
 }
 
-/** Counts requests per id; an @upstash/ratelimit-backed implementation fits the same shape. */
+/** Counts requests per id: in the isolate (`SlidingWindowLimiter`) or shared through Redis. */
 export interface RateLimiter {
   limit(id: string, max: number, windowMs: number): Promise<RateLimitResult>
 }
@@ -25,24 +25,29 @@ export interface SlidingWindowOptions {
   maxIds?: number
 }
 
-interface Counts {
-  /** Index of the fixed window `current` counts in. */
-  window: number
+interface Log {
   windowMs: number
-  previous: number
-  current: number
+  /** Admission times, oldest first; those before `start` have left the window. */
+  times: number[]
+  start: number
+}
+
+export const validateLimit = (max: number, windowMs: number): void => {
+  if (!Number.isInteger(max) || max < 1) throw new RangeError(`max must be a positive integer, got ${max}`)
+  if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a positive integer, got ${windowMs}`)
 }
 
 /**
- * An in-isolate sliding-window limiter, the approximation @upstash/ratelimit's `slidingWindow`
- * uses: two fixed windows, the previous one's count weighted by how much of it still overlaps the
- * sliding window. O(1) memory per id, at most `maxIds` ids. Arithmetic is in integers (counts ×
- * milliseconds), so decisions are exact. Per isolate only: across isolates use the Redis one.
+ * An exact sliding-log limiter in the isolate: a request at `t` is admitted when fewer than `max`
+ * admissions lie in (t − window, t], so no rolling window ever holds more than `max`, and any
+ * arrival sequence that itself keeps to the limit is admitted in full. Only admissions are kept,
+ * so an id holds at most `max` times (refused floods cost nothing); at most `maxIds` ids.
+ * Per isolate only: across isolates use the Redis one.
  */
 export class SlidingWindowLimiter implements RateLimiter {
   readonly #now: () => number
   readonly #maxIds: number
-  readonly #counts = new Map<string, Counts>()
+  readonly #logs = new Map<string, Log>()
 
   constructor({ now = Date.now, maxIds = 10_000 }: SlidingWindowOptions = {}) {
     if (!Number.isInteger(maxIds) || maxIds < 1) throw new RangeError('maxIds must be a positive integer')
@@ -52,51 +57,36 @@ export class SlidingWindowLimiter implements RateLimiter {
 
   /** Ids currently tracked (for tests and metrics). */
   get size(): number {
-    return this.#counts.size
+    return this.#logs.size
   }
 
   async limit(id: string, max: number, windowMs: number): Promise<RateLimitResult> {
-    if (!Number.isInteger(max) || max < 1) throw new RangeError(`max must be a positive integer, got ${max}`)
-    if (!Number.isInteger(windowMs) || windowMs < 1) throw new RangeError(`windowMs must be a positive integer, got ${windowMs}`)
-    const now = Math.floor(this.#now())
-    const window = Math.floor(now / windowMs)
-    const counts = this.#roll(this.#counts.get(id), window, windowMs)
-    // Most recently used last, so the first key is the one to forget.
-    this.#counts.delete(id)
-    this.#counts.set(id, counts)
-    if (this.#counts.size > this.#maxIds) this.#counts.delete(this.#counts.keys().next().value!)
-
-    const elapsed = now - window * windowMs
-    const success = counts.previous * (windowMs - elapsed) + (counts.current + 1) * windowMs <= max * windowMs
-    if (success) counts.current += 1
-    // Scaled by windowMs: how many more requests fit now.
-    const used = counts.previous * (windowMs - elapsed) + counts.current * windowMs
-    const remaining = success ? Math.max(0, Math.floor((max * windowMs - used) / windowMs)) : 0
-    const resetMs = remaining > 0 ? windowMs - elapsed : this.#untilRoom(counts, max, windowMs, elapsed)
-    return { success, limit: max, remaining, resetMs }
+    validateLimit(max, windowMs)
+    const log = this.#touch(id, windowMs)
+    const { times } = log
+    // A clock that steps back must not reorder the log: such a request counts as the newest.
+    const now = Math.max(Math.floor(this.#now()), times.at(-1) ?? -Infinity)
+    while (log.start < times.length && times[log.start] <= now - windowMs) log.start++
+    // Dropping the expired prefix once it is half the array keeps this amortized O(1).
+    if (log.start > 0 && log.start * 2 >= times.length) {
+      times.splice(0, log.start)
+      log.start = 0
+    }
+    const success = times.length - log.start < max
+    if (success) times.push(now)
+    const counted = times.length - log.start
+    // One more fits once the admissions beyond max − 1 have left, the first of them last.
+    const nextToLeave = times[log.start + Math.max(0, counted - max)]
+    return { success, limit: max, remaining: Math.max(0, max - counted), resetMs: nextToLeave + windowMs - now }
   }
 
-  #roll(counts: Counts | undefined, window: number, windowMs: number): Counts {
-    if (counts === undefined || counts.windowMs !== windowMs || counts.window < window - 1 || counts.window > window) {
-      return { window, windowMs, previous: 0, current: 0 }
-    }
-    if (counts.window === window - 1) return { window, windowMs, previous: counts.current, current: 0 }
-    return counts
-  }
-
-  /** Milliseconds from `elapsed` (into the current window) until one more request fits. */
-  #untilRoom({ previous, current }: Counts, max: number, windowMs: number, elapsed: number): number {
-    // Earliest offset `at` in a window with these counts where previous·(W − at) + (current + 1)·W ≤ max·W.
-    const earliest = (prev: number, cur: number): number | undefined => {
-      if (cur + 1 > max) return undefined
-      if (prev === 0) return 0
-      const at = Math.max(0, windowMs - Math.floor(((max - cur - 1) * windowMs) / prev))
-      return at < windowMs ? at : undefined
-    }
-    const here = earliest(previous, current)
-    if (here !== undefined) return Math.max(1, here - elapsed)
-    const next = earliest(current, 0)
-    if (next !== undefined) return windowMs - elapsed + next
-    return 2 * windowMs - elapsed
+  /** The id's log, most recently used last so the first is the one to forget. */
+  #touch(id: string, windowMs: number): Log {
+    const known = this.#logs.get(id)
+    const log = known?.windowMs === windowMs ? known : { windowMs, times: [], start: 0 }
+    this.#logs.delete(id)
+    this.#logs.set(id, log)
+    if (this.#logs.size > this.#maxIds) this.#logs.delete(this.#logs.keys().next().value!)
+    return log
   }
 }

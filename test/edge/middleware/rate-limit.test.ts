@@ -48,17 +48,17 @@ describe('rateLimit middleware', () => {
     for (const remaining of ['2', '1', '0']) {
       const res = await get(slowKey)
       expect(res.status).toBe(200)
-      expect(rateHeaders(res)).toEqual({ limit: '3', remaining, reset: remaining === '0' ? '80' : '60' })
+      expect(rateHeaders(res)).toEqual({ limit: '3', remaining, reset: '60' })
     }
     const refused = await get(slowKey)
     expect(refused.status).toBe(429)
     expect(refused.headers.get('content-type')).toBe('application/problem+json')
-    // Three requests at 0 s leave room again when 3·(1 − t/60 s) ≤ 2 in the next window: at 80 s.
-    expect(refused.headers.get('retry-after')).toBe('80')
-    expect(rateHeaders(refused)).toEqual({ limit: '3', remaining: '0', reset: '80' })
+    // Three requests at 0 s: the first leaves the window, making room, at 60 s.
+    expect(refused.headers.get('retry-after')).toBe('60')
+    expect(rateHeaders(refused)).toEqual({ limit: '3', remaining: '0', reset: '60' })
     expect(await refused.json()).toMatchObject({
       type: 'https://edge-infer.dev/problems/too-many-requests', title: 'Too Many Requests', status: 429,
-      detail: 'the API key "slow" may make 3 requests per 60 s; retry in 80 s',
+      detail: 'the API key "slow" may make 3 requests per 60 s; retry in 60 s',
     })
   })
 
@@ -68,23 +68,23 @@ describe('rateLimit middleware', () => {
     time.now = T0 + 30_000
     const early = await get(slowKey)
     expect(early.status).toBe(429)
-    expect(early.headers.get('retry-after')).toBe('50')
-    time.now = T0 + 80_000 - 1
+    expect(early.headers.get('retry-after')).toBe('30')
+    time.now = T0 + 60_000 - 1
     expect((await get(slowKey)).status).toBe(429)
-    time.now = T0 + 80_000
+    time.now = T0 + 60_000
     expect((await get(slowKey)).status).toBe(200)
   })
 
   it('rounds Retry-After up and never below one second', async () => {
     const { get, time } = setup()
     for (let i = 0; i < 3; i++) await get(slowKey)
-    time.now = T0 + 79_999
+    time.now = T0 + 59_999
     const res = await get(slowKey)
     expect(res.status).toBe(429)
     expect(res.headers.get('retry-after')).toBe('1')
-    time.now = T0 + 79_001
+    time.now = T0 + 59_001
     expect((await get(slowKey)).headers.get('retry-after')).toBe('1')
-    time.now = T0 + 78_999
+    time.now = T0 + 58_999
     expect((await get(slowKey)).headers.get('retry-after')).toBe('2')
   })
 
