@@ -3,56 +3,74 @@ export interface CircuitBreakerOptions {
   failureThreshold?: number
   /** How long an open circuit refuses before letting one probe through. */
   cooldownMs?: number
+  /**
+   * How long a probe may stay out before it counts as failed. A call cancelled mid-flight (its
+   * request torn down with the client gone) never reports, and must not hold the circuit for ever.
+   */
+  probeTimeoutMs?: number
   now?: () => number
 }
 
-export type CircuitState = 'closed' | 'open' | 'half-open'
+/** `half-open`: the next call is let through as the probe; `probing`: it is out, the others wait. */
+export type CircuitState = 'closed' | 'open' | 'half-open' | 'probing'
 
 /**
  * Stops hammering a backend that is down: after `failureThreshold` consecutive failures calls
  * are refused without trying for `cooldownMs`; then one probe decides whether it closes again.
+ * Every call `allow()` lets out must end in `success()` or `failure()`.
  */
 export class CircuitBreaker {
   private failures = 0
   private openedAt = 0
-  private probing = false
+  private probeSentAt: number | undefined
   private readonly failureThreshold: number
   private readonly cooldownMs: number
+  private readonly probeTimeoutMs: number
   private readonly now: () => number
 
-  constructor({ failureThreshold = 5, cooldownMs = 5_000, now = Date.now }: CircuitBreakerOptions = {}) {
+  constructor({ failureThreshold = 5, cooldownMs = 5_000, probeTimeoutMs = 60_000, now = Date.now }: CircuitBreakerOptions = {}) {
     this.failureThreshold = failureThreshold
     this.cooldownMs = cooldownMs
+    this.probeTimeoutMs = probeTimeoutMs
     this.now = now
   }
 
   get state(): CircuitState {
     if (this.failures < this.failureThreshold) return 'closed'
-    return this.now() - this.openedAt >= this.cooldownMs ? 'half-open' : 'open'
+    const now = this.now()
+    if (this.probeSentAt !== undefined && now - this.probeSentAt < this.probeTimeoutMs) return 'probing'
+    return now - this.openedSince(now) >= this.cooldownMs ? 'half-open' : 'open'
   }
 
   /** Whether a call may go out now (in half-open, only one probe at a time). */
   allow(): boolean {
     const state = this.state
     if (state === 'closed') return true
-    if (state === 'open' || this.probing) return false
-    this.probing = true
+    if (state !== 'half-open') return false
+    this.probeSentAt = this.now()
     return true
   }
 
   /** Seconds until the circuit will let a probe through. */
   retryAfterSeconds(): number {
-    return Math.max(1, Math.ceil((this.cooldownMs - (this.now() - this.openedAt)) / 1000))
+    const now = this.now()
+    return Math.max(1, Math.ceil((this.cooldownMs - (now - this.openedSince(now))) / 1000))
   }
 
   success(): void {
     this.failures = 0
-    this.probing = false
+    this.probeSentAt = undefined
   }
 
   failure(): void {
-    this.probing = false
+    this.probeSentAt = undefined
     this.failures++
     if (this.failures >= this.failureThreshold) this.openedAt = this.now()
+  }
+
+  /** When the circuit last opened: a probe that outlived its timeout failed, and reopened it then. */
+  private openedSince(now: number): number {
+    const probeExpiredAt = this.probeSentAt === undefined ? undefined : this.probeSentAt + this.probeTimeoutMs
+    return probeExpiredAt !== undefined && now >= probeExpiredAt ? probeExpiredAt : this.openedAt
   }
 }

@@ -87,32 +87,44 @@ export class HttpTransport implements Transport {
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
   }
 
-  /** One logical request: retried on connection failure or 503 within the time left. */
+  /**
+   * One logical request: retried on connection failure or 503 while the deadline and the breaker
+   * allow a retry; when they do not, the last answer stands.
+   */
   private async send(url: string, init: RequestInit, deadlineMs: number): Promise<Response> {
     const started = Date.now()
-    for (let attempt = 0; ; attempt++) {
-      if (!this.breaker.allow()) {
-        throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(this.breaker.retryAfterSeconds()))
-      }
-      const left = deadlineMs - (Date.now() - started)
-      if (left <= 0) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
-      let res: Response
-      try {
-        res = await this.fetcher(url, { ...init, signal: AbortSignal.timeout(left) })
-      } catch (err) {
-        this.breaker.failure()
-        const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-        if (timedOut) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
-        if (attempt < this.retries) continue
-        throw new BackendRefusal(503, 'inference tier unreachable', String(this.breaker.retryAfterSeconds()))
-      }
-      if (res.status === 503 && attempt < this.retries) {
-        await res.body?.cancel()
-        continue
-      }
-      if (res.status >= 500 && res.status !== 504) this.breaker.failure()
-      else this.breaker.success()
-      return res
+    const left = () => deadlineMs - (Date.now() - started)
+    if (left() < 1) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+    if (!this.breaker.allow()) {
+      throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(this.breaker.retryAfterSeconds()))
     }
+    for (let attempt = 0; ; attempt++) {
+      const answer = await this.attempt(url, init, left(), deadlineMs)
+      const unavailable = answer.status === 503
+      if (!unavailable || attempt >= this.retries || left() < 1 || !this.breaker.allow()) {
+        if (answer instanceof Response) return answer
+        throw answer
+      }
+      if (answer instanceof Response) await answer.body?.cancel()
+    }
+  }
+
+  /**
+   * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
+   * anything else happens: a probe that reported nothing would hold the circuit half-open.
+   */
+  private async attempt(url: string, init: RequestInit, timeoutMs: number, deadlineMs: number): Promise<Response | BackendRefusal> {
+    let res: Response
+    try {
+      res = await this.fetcher(url, { ...init, signal: AbortSignal.timeout(Math.max(1, timeoutMs)) })
+    } catch (err) {
+      this.breaker.failure()
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+      if (timedOut) return new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+      return new BackendRefusal(503, 'inference tier unreachable', String(this.breaker.retryAfterSeconds()))
+    }
+    if (res.status >= 500 && res.status !== 504) this.breaker.failure()
+    else this.breaker.success()
+    return res
   }
 }

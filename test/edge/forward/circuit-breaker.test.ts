@@ -15,6 +15,7 @@ describe('CircuitBreaker', () => {
     now = 1_000
     expect(breaker.state).toBe('half-open')
     expect(breaker.allow()).toBe(true)
+    expect(breaker.state).toBe('probing')
     expect(breaker.allow()).toBe(false)
     breaker.success()
     expect(breaker.state).toBe('closed')
@@ -37,6 +38,27 @@ describe('CircuitBreaker', () => {
     breaker.failure()
     breaker.success()
     breaker.failure()
+    expect(breaker.state).toBe('closed')
+  })
+
+  it('counts a probe that never reports as failed once probeTimeoutMs has passed, then lets the next one through after a cooldown', () => {
+    let now = 0
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 1_000, probeTimeoutMs: 5_000, now: () => now })
+    breaker.failure()
+    now = 1_000
+    expect(breaker.allow()).toBe(true)
+    now = 5_999
+    expect(breaker.state).toBe('probing')
+    expect(breaker.allow()).toBe(false)
+    expect(breaker.retryAfterSeconds()).toBe(1)
+    now = 6_000
+    expect(breaker.state).toBe('open')
+    expect(breaker.retryAfterSeconds()).toBe(1)
+    now = 6_999
+    expect(breaker.allow()).toBe(false)
+    now = 7_000
+    expect(breaker.allow()).toBe(true)
+    breaker.success()
     expect(breaker.state).toBe('closed')
   })
 })
