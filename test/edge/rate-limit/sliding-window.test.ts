@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { SlidingWindowLimiter } from '../../../edge/rate-limit/sliding-window.ts'
+import { busiestWindow, seeded } from './windows.ts'
 
 const MINUTE = 60_000
 /** A minute boundary, so window offsets in the tests read plainly. */
@@ -8,12 +9,6 @@ const T0 = 28_000_000 * MINUTE
 const clock = (start = T0) => {
   const c = { now: start, read: () => c.now }
   return c
-}
-
-/** A seeded generator, so every run draws the same sequences. */
-const seeded = (seed: number) => {
-  let state = seed
-  return () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31
 }
 
 /** Offers requests at `times` (ascending) to a fresh limiter; returns the times it admitted. */
@@ -26,16 +21,6 @@ const admittedAt = async (times: readonly number[], max: number, windowMs: numbe
     if ((await limiter.limit('x', max, windowMs)).success) admitted.push(at)
   }
   return admitted
-}
-
-/** The most admissions any rolling window (t − windowMs, t] holds. */
-const busiestWindow = (admitted: readonly number[], windowMs: number): number => {
-  let busiest = 0
-  for (let last = 0, first = 0; last < admitted.length; last++) {
-    while (admitted[first] <= admitted[last] - windowMs) first++
-    busiest = Math.max(busiest, last - first + 1)
-  }
-  return busiest
 }
 
 /**
