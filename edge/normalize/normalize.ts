@@ -55,7 +55,7 @@ const percentDecodeOnce = (value: string): string =>
  * `Ambiguous` where the value cannot be read one way only:
  * - a `%` that starts no `%XX` escape in the value as sent (a literal percent, or a broken escape?);
  * - `%XX` escapes beside a raw `+` (a space in form encoding, a plus otherwise);
- * - escapes that are not UTF-8, or that decode to control characters;
+ * - escapes that are not UTF-8;
  * - after a round, escapes beside a bare `%` (which layer is which?); more than `MAX_PERCENT_LAYERS` rounds.
  * A bare `%` that only appears after a round is a decoded literal percent and ends decoding.
  */
@@ -71,7 +71,6 @@ export const undoPercentEncoding = (value: string): string => {
     }
     current = percentDecodeOnce(current)
   }
-  if (CONTROL.test(current)) throw new Ambiguous('percent-decodes to control characters')
   return current
 }
 
@@ -96,22 +95,27 @@ const clean = (value: string): { value: string; fixes: FixKind[] } => {
   return { value: v, fixes }
 }
 
-/** A category value or entity id: BOM, whitespace, percent-encoding, then NFC. */
+/**
+ * A category value or entity id: percent-encoding first, so that a BOM or whitespace it hid is
+ * removed like one sent as is; then NFC, on the text the value really is.
+ */
 const normalizeText = (value: string, path: readonly PropertyKey[], walk: Walk): string => {
-  const { value: cleaned, fixes } = clean(value)
-  let v = cleaned
-  if (v.includes('%')) {
-    try {
-      const decoded = undoPercentEncoding(v)
-      if (decoded !== v) {
-        fixes.push('percent-decoding')
-        v = decoded
-      }
-    } catch (err) {
-      if (!(err instanceof Ambiguous)) throw err
-      walk.errors.push({ path: formatPath(path), message: err.message })
-      return value
+  const fixes: FixKind[] = []
+  let v: string
+  try {
+    const decoded = undoPercentEncoding(value)
+    const cleaned = clean(decoded)
+    if (decoded !== value) {
+      // Encoded whitespace at the ends is trimmed; control characters left inside are not guessed at.
+      if (CONTROL.test(cleaned.value)) throw new Ambiguous('percent-decodes to control characters')
+      fixes.push('percent-decoding')
     }
+    fixes.push(...cleaned.fixes)
+    v = cleaned.value
+  } catch (err) {
+    if (!(err instanceof Ambiguous)) throw err
+    walk.errors.push({ path: formatPath(path), message: err.message })
+    return value
   }
   if (!ASCII.test(v)) {
     const nfc = v.normalize('NFC')
@@ -197,7 +201,8 @@ const refuse = (detail: string, errors: FieldError[], slug: string): never => {
 /**
  * Repairs the client mistakes that can be repaired without guessing, and counts each repair:
  * a leading BOM and surrounding whitespace on strings, percent-encoding applied one or more times
- * to category values and entity ids, NFC normalization, and numeric strings that are exact
+ * to category values and entity ids (undone first, so what it hid is trimmed too), NFC
+ * normalization, and numeric strings that are exact
  * decimals for number/integer features. Booleans are never coerced. Anything else is left as it
  * came for validation to judge; only ambiguous values are refused here (400, naming each field),
  * as is a body, `instances`, an instance or `entity` that is a JSON string of JSON (encoded twice).

@@ -55,6 +55,13 @@ describe('normalize and validate middlewares', () => {
     })
   })
 
+  it('trims whitespace that was percent-encoded, as it trims whitespace sent as is, and counts both', async () => {
+    const res = await post({ instances: [{ ...applicant(), region: 'north%20' }, { ...applicant(), region: ' north' }], entity })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-input-normalized')).toBe('3') // percent-decoding + whitespace, whitespace
+    expect(await problemOf(res)).toEqual({ predict: { instances: [applicant(), applicant()], entity }, fixes: 3 })
+  })
+
   it('refuses malformed JSON with 400 and the parse position', async () => {
     const res = await post('{"instances": [ {"age": 41,} ]}', { raw: true })
     expect(res.status).toBe(400)

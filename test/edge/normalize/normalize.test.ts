@@ -59,12 +59,37 @@ describe('normalizeBody: strings', () => {
   })
 
   it.each([
+    ['north%20', ['percent-decoding', 'whitespace']],
+    ['%20north', ['percent-decoding', 'whitespace']],
+    ['%09north%20%20', ['percent-decoding', 'whitespace']],
+    [' north%20', ['percent-decoding', 'whitespace']],
+    [' north', ['whitespace']],
+    ['%EF%BB%BFnorth', ['percent-decoding', 'bom']],
+    ['\uFEFF%20north', ['percent-decoding', 'bom', 'whitespace']],
+  ])('decodes %j before trimming it, so it reads as north; every fix counted', (region, fixes) => {
+    expect(fixed({ region })).toEqual({
+      instance: { ...applicant(), region: 'north' }, entity: { user_id: 'u-42' },
+      fixes: fixes.length, applied: fixes.map((fix) => ({ path: 'instances[0].region', fix })),
+    })
+  })
+
+  it('trims a decoded entity id, and keeps whitespace that is inside the value', () => {
+    expect(fixed({}, { user_id: 'u-42%20' })).toMatchObject({ entity: { user_id: 'u-42' }, fixes: 2 })
+    expect(fixed({ region: 'north%20east' })).toMatchObject({ instance: { region: 'north east' }, fixes: 1 })
+  })
+
+  it('NFC-normalizes after decoding and trimming', () => {
+    expect(fixed({ region: '%20Sa%CC%83o' })).toMatchObject({ instance: { region: 'S\u00e3o' }, fixes: 3, applied: [{ fix: 'percent-decoding' }, { fix: 'whitespace' }, { fix: 'nfc' }] })
+  })
+
+  it.each([
     ['50%zz', 'contains a "%" that starts no %XX escape'],
     ['100%', 'contains a "%" that starts no %XX escape'],
     ['a%2Bb+c', 'mixes %XX escapes with a raw "+"'],
     ['%C3%28', 'does not decode to UTF-8 text'],
     ['%FF', 'does not decode to UTF-8 text'],
     ['u%00', 'percent-decodes to control characters'],
+    ['u%0Ab', 'percent-decodes to control characters'],
     ['%2541%25', 'still mixes %XX escapes with a bare "%"'],
     ['%2525252541', 'is still percent-encoded after 4 rounds'],
   ])('refuses the ambiguous value %j with 400 naming the field', (value, message) => {
