@@ -74,3 +74,27 @@ export class CircuitBreaker {
     return probeExpiredAt !== undefined && now >= probeExpiredAt ? probeExpiredAt : this.openedAt
   }
 }
+
+export interface CircuitBreakersOptions extends CircuitBreakerOptions {
+  /** Most breakers kept; past it the least recently used goes (a version or target no longer called). */
+  maxBreakers?: number
+}
+
+/**
+ * A breaker per key, made on first use: what fails behind one key (a backend target, a model
+ * version on it, its shadow copies) never opens the circuit of another.
+ */
+export const circuitBreakers = ({ maxBreakers = 1_024, ...options }: CircuitBreakersOptions = {}) => {
+  const breakers = new Map<string, CircuitBreaker>()
+  return function breakerFor(key: string): CircuitBreaker {
+    let breaker = breakers.get(key)
+    // Re-inserted on every use, so the Map's first key is the least recently used.
+    if (breaker) breakers.delete(key)
+    else breaker = new CircuitBreaker(options)
+    breakers.set(key, breaker)
+    if (breakers.size > maxBreakers) breakers.delete(breakers.keys().next().value!)
+    return breaker
+  }
+}
+
+export type CircuitBreakers = ReturnType<typeof circuitBreakers>

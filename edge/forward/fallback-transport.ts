@@ -51,7 +51,8 @@ export class FallbackTransport implements Transport {
     try {
       return mark(await this.primary.infer(call), 'backend')
     } catch (err) {
-      if (!this.fallback || !fallsBack(err)) throw err
+      // A shadow compares the backend's versions; on the fallback it would spend the capacity client traffic falls back on.
+      if (!this.fallback || call.shadow || !fallsBack(err)) throw err
       refusal = err
     }
     const left = call.deadlineMs - (Date.now() - started)

@@ -1,14 +1,18 @@
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
-import { CircuitBreaker } from './circuit-breaker.ts'
+import { type CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 export interface HttpTransportOptions {
   baseUrl: string
   /** Extra attempts after a connection failure or a 503, while the deadline allows. */
   retries?: number
-  breaker?: CircuitBreaker
+  /**
+   * Where each call finds its breaker: one per model version on this target, one for the shadow
+   * copies sent to each version, one for the model list and metadata.
+   */
+  breakers?: CircuitBreakers
   fetch?: typeof fetch
 }
 
@@ -43,20 +47,22 @@ export const backendError = async (res: Response): Promise<string> => {
 
 /**
  * Forwards to the backend over HTTP: deadline-bounded, retried only where a retry cannot
- * duplicate work (connection refused, 503), and guarded by a circuit breaker.
+ * duplicate work (connection refused, 503), and guarded by circuit breakers scoped so that a
+ * failing canary, a warming version or a slow shadow never opens the circuit of the traffic
+ * clients are answered with.
  */
 export class HttpTransport implements Transport {
   readonly name = 'http'
   private readonly baseUrl: string
   private readonly retries: number
-  readonly breaker: CircuitBreaker
+  private readonly breakers: CircuitBreakers
   private readonly fetcher: typeof fetch
 
   // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
-  constructor({ baseUrl, retries = 1, breaker = new CircuitBreaker(), fetch: fetcher = (input, init) => fetch(input, init) }: HttpTransportOptions) {
+  constructor({ baseUrl, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init) }: HttpTransportOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.retries = retries
-    this.breaker = breaker
+    this.breakers = breakers
     this.fetcher = fetcher
   }
 
@@ -68,40 +74,47 @@ export class HttpTransport implements Transport {
       [HEADERS.deadlineMs]: String(Math.max(1, Math.floor(call.deadlineMs))),
       ...(call.traceparent ? { [HEADERS.traceparent]: call.traceparent } : {}),
     }
-    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineMs)
+    // The URL names target, model and version; a 503 "not ready" counts against that version only.
+    const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
+    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineMs, breaker)
     if (res.ok) return (await res.json()) as InferResponse
     throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 
   async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
-    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, 5_000)
+    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, 5_000, this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     return (await res.json()) as BackendModelMetadata
   }
 
   async models(requestId: string): Promise<string[]> {
-    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, 5_000)
+    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, 5_000, this.repositoryBreaker())
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
+  }
+
+  /** The model list and metadata: one circuit per target, apart from every version's infer calls. */
+  private repositoryBreaker(): CircuitBreaker {
+    return this.breakers(`${this.baseUrl}/v2/models`)
   }
 
   /**
    * One logical request: retried on connection failure or 503 while the deadline and the breaker
    * allow a retry; when they do not, the last answer stands.
    */
-  private async send(url: string, init: RequestInit, deadlineMs: number): Promise<Response> {
+  private async send(url: string, init: RequestInit, deadlineMs: number, breaker: CircuitBreaker): Promise<Response> {
     const started = Date.now()
     const left = () => deadlineMs - (Date.now() - started)
     if (left() < 1) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
-    if (!this.breaker.allow()) {
-      throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(this.breaker.retryAfterSeconds()))
+    if (!breaker.allow()) {
+      throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
     }
     for (let attempt = 0; ; attempt++) {
-      const answer = await this.attempt(url, init, left(), deadlineMs)
+      const answer = await this.attempt(url, init, left(), deadlineMs, breaker)
       const unavailable = answer.status === 503
-      if (!unavailable || attempt >= this.retries || left() < 1 || !this.breaker.allow()) {
+      if (!unavailable || attempt >= this.retries || left() < 1 || !breaker.allow()) {
         if (answer instanceof Response) return answer
         throw answer
       }
@@ -113,18 +126,18 @@ export class HttpTransport implements Transport {
    * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
    * anything else happens: a probe that reported nothing would hold the circuit half-open.
    */
-  private async attempt(url: string, init: RequestInit, timeoutMs: number, deadlineMs: number): Promise<Response | BackendRefusal> {
+  private async attempt(url: string, init: RequestInit, timeoutMs: number, deadlineMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
     let res: Response
     try {
       res = await this.fetcher(url, { ...init, signal: AbortSignal.timeout(Math.max(1, timeoutMs)) })
     } catch (err) {
-      this.breaker.failure()
+      breaker.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
       if (timedOut) return new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
-      return new BackendRefusal(503, 'inference tier unreachable', String(this.breaker.retryAfterSeconds()))
+      return new BackendRefusal(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
     }
-    if (res.status >= 500 && res.status !== 504) this.breaker.failure()
-    else this.breaker.success()
+    if (res.status >= 500 && res.status !== 504) breaker.failure()
+    else breaker.success()
     return res
   }
 }

@@ -9,6 +9,8 @@ export interface InferCall {
   /** Milliseconds the caller is willing to wait in all. */
   deadlineMs: number
   traceparent?: string
+  /** A copy sent to a shadow version for comparison: its failures never count against client traffic. */
+  shadow?: boolean
 }
 
 /** Metadata the backend serves, with the protocol extensions the edge compiles validation from. */

@@ -109,7 +109,7 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const rows = predictionsOf(response, model, unique.length)
     const { shadow } = c.get('assignment')
     if (shadow !== undefined) {
-      const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent') }
+      const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent'), shadow: true }
       inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
     const res = c.json({

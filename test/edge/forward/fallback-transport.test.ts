@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { InferResponse } from '../../../shared/protocol.ts'
-import { CircuitBreaker } from '../../../edge/forward/circuit-breaker.ts'
+import { circuitBreakers } from '../../../edge/forward/circuit-breaker.ts'
 import { FallbackTransport } from '../../../edge/forward/fallback-transport.ts'
 import { BackendRefusal, HttpTransport } from '../../../edge/forward/http-transport.ts'
 import { LambdaTransport } from '../../../edge/forward/lambda-transport.ts'
@@ -71,7 +71,7 @@ describe('FallbackTransport: the real backend first, the Lambda tier when it ref
       attempts++
       return fetch(input, init)
     }
-    http = new HttpTransport({ baseUrl: backend.url, retries: 1, breaker: new CircuitBreaker({ failureThreshold: 2, cooldownMs: 600_000 }), fetch: counting })
+    http = new HttpTransport({ baseUrl: backend.url, retries: 1, breakers: circuitBreakers({ failureThreshold: 2, cooldownMs: 600_000 }), fetch: counting })
     transport = new FallbackTransport(http, lambda())
   })
 
@@ -104,7 +104,6 @@ describe('FallbackTransport: the real backend first, the Lambda tier when it ref
     expect(first.parameters.served_by).toBe('lambda')
     expectSameOutputs(first, fromBackend)
     // Two refused connections (one retry) opened the circuit...
-    expect(http.breaker.state).toBe('open')
     expect(attempts - before).toBe(2)
     // ...so the next calls go straight to Lambda without touching the backend.
     for (let i = 0; i < 3; i++) {
@@ -162,6 +161,14 @@ describe('FallbackTransport decisions', () => {
       expect(await failure(transport.infer(call()))).toBe(error)
       expect(fallback.calls).toHaveLength(0)
     }
+  })
+
+  it('never sends a shadow copy to the fallback: it would take capacity from the traffic clients get', async () => {
+    const fallback = new ScriptedTransport('lambda', async (c) => ok(c.requestId))
+    const transport = new FallbackTransport(new ScriptedTransport('http', refuse(503)), fallback)
+    expect((await failure(transport.infer({ ...call(), shadow: true }))).status).toBe(503)
+    expect(fallback.calls).toHaveLength(0)
+    expect((await transport.infer(call())).parameters.served_by).toBe('lambda')
   })
 
   it('gives the fallback what is left of the deadline, and marks each concurrent answer on its own', async () => {

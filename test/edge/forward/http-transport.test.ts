@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CircuitBreaker } from '../../../edge/forward/circuit-breaker.ts'
+import { circuitBreakers } from '../../../edge/forward/circuit-breaker.ts'
 import { HttpTransport } from '../../../edge/forward/http-transport.ts'
 import { Problem } from '../../../edge/problem.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
@@ -63,7 +63,7 @@ describe('HttpTransport against the real backend', () => {
       attempts++
       return fetch(input, init)
     }
-    const transport = new HttpTransport({ baseUrl: `http://127.0.0.1:${port}`, retries: 1, breaker: new CircuitBreaker({ failureThreshold: 3, cooldownMs: 60_000 }), fetch: counting })
+    const transport = new HttpTransport({ baseUrl: `http://127.0.0.1:${port}`, retries: 1, breakers: circuitBreakers({ failureThreshold: 3, cooldownMs: 60_000 }), fetch: counting })
     const first = await transport.infer(call(2)).catch((e: unknown) => e)
     expect((first as Problem).status).toBe(503)
     expect((first as Problem).detail).toBe('inference tier unreachable')
