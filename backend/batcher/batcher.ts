@@ -89,6 +89,8 @@ export class Batcher {
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity
   private closing = false
+  /** Set when the version can no longer run anything: every request is refused with it. */
+  private failure: InferenceError | undefined
   private idleWaiters: Array<() => void> = []
   /** Measured throughput of one instance in rows per millisecond, 0 until a batch has run. */
   private rowsPerMs = 0
@@ -111,6 +113,7 @@ export class Batcher {
   }
 
   submit(request: BatchRequest): Promise<BatchResult> {
+    if (this.failure) return Promise.reject(this.failure)
     if (this.closing) {
       this.observer.refused('draining')
       return Promise.reject(new InferenceError(503, 'model version is unloading; retry', { 'retry-after': '1' }, 'draining'))
@@ -128,6 +131,20 @@ export class Batcher {
         : this.submitSplit(request, limit, now)
     this.pump()
     return promise
+  }
+
+  /** Capacity came back (an instance was replaced): send what waited for it. */
+  wake(): void {
+    this.pump()
+  }
+
+  /** The version cannot run anything any more: refuses what is queued and everything after with `error`. */
+  fail(error: InferenceError): void {
+    this.failure = error
+    for (let entry = this.peek(); entry; entry = this.peek()) {
+      this.cancel(entry)
+      entry.reject(error)
+    }
   }
 
   /** Stops admitting, lets everything queued and running finish, then resolves. */

@@ -1,13 +1,28 @@
+import { readFile } from 'node:fs/promises'
 import { Worker } from 'node:worker_threads'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { sha256 } from '../repository/manifest.ts'
 import type { WorkerInit, WorkerReply, WorkerRequest } from './messages.ts'
 import type { TensorMap } from './tensor.ts'
 
-export interface ExecutorOptions extends WorkerInit {
+export interface ExecutorOptions extends Omit<WorkerInit, 'modelBytes'> {
+  modelPath: string
+  /** What model.onnx must hash to (its MANIFEST line): checked each time a session is created. */
+  modelSha256: string
   /** Worker threads, each with its own session; one run per instance at a time. */
   instanceCount: number
+  /** The thread's entry module; the inference worker unless a test substitutes one that can be made to fail. */
+  workerUrl?: URL
+}
+
+/** What an executor tells its owner about instances lost and replaced. */
+export interface ExecutorEvents {
+  /** A replacement instance is ready: work that waited for capacity can go. */
+  restored(): void
+  /** A lost instance could not be replaced; `instancesLeft` still serve. */
+  failed(error: Error, instancesLeft: number): void
 }
 
 export interface RunResult {
@@ -28,12 +43,20 @@ const sourceWorker = new URL('./worker.ts', import.meta.url)
  * started inside vitest (whose own loader threads do not inherit) would have no loader for it, so
  * a small bootstrap registers tsx inside the thread before importing it.
  */
-const workerEntry = (): URL => {
-  if (!import.meta.url.endsWith('.ts')) return compiledWorker
+const threadEntry = (module: URL = import.meta.url.endsWith('.ts') ? sourceWorker : compiledWorker): URL => {
+  if (!module.href.endsWith('.ts')) return module
   const tsxRoot = dirname(createRequire(import.meta.url).resolve('tsx/package.json'))
   const register = pathToFileURL(join(tsxRoot, 'dist/esm/api/index.mjs')).href
-  const bootstrap = `import { register } from ${JSON.stringify(register)}; register(); await import(${JSON.stringify(sourceWorker.href)})`
+  const bootstrap = `import { register } from ${JSON.stringify(register)}; register(); await import(${JSON.stringify(module.href)})`
   return new URL(`data:text/javascript,${encodeURIComponent(bootstrap)}`)
+}
+
+/** The model's bytes, refused unless they hash to what the MANIFEST said when the version was verified. */
+const verifiedModelBytes = async (path: string, expected: string): Promise<Uint8Array> => {
+  const bytes = await readFile(path)
+  const actual = sha256(bytes)
+  if (actual !== expected) throw new Error(`${path} changed since its version was verified: sha256 ${actual}, MANIFEST ${expected}`)
+  return bytes
 }
 
 /** One worker thread holding one session. */
@@ -46,8 +69,9 @@ class Instance {
 
   private constructor(private readonly worker: Worker, private readonly onLost: (instance: Instance, err: Error) => void) {}
 
-  static start(init: WorkerInit, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
-    const worker = new Worker(workerEntry(), { workerData: init })
+  static start(init: WorkerInit, entry: URL, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
+    // The bytes move to the thread (no copy); each instance gets its own buffer.
+    const worker = new Worker(entry, { workerData: init, transferList: [init.modelBytes.buffer as ArrayBuffer] })
     const instance = new Instance(worker, onLost)
     return new Promise((resolve, reject) => {
       const fail = (err: Error) => {
@@ -107,17 +131,22 @@ class Instance {
 
 /**
  * A pool of inference worker threads for one model version. The batcher asks how many are idle
- * and hands each a whole batch; a worker that dies is replaced and its batch fails.
+ * and hands each a whole batch; a worker that dies is replaced, from the verified bytes only,
+ * and its batch fails. Its owner hears when capacity returns and when a replacement fails.
  */
 export class Executor {
   private closed = false
+  private events: ExecutorEvents = { restored() {}, failed() {} }
+  /** Known from the first session on, and still after close (metrics are removed by it). */
+  private firstProvider = 'unknown'
 
   private constructor(private readonly options: ExecutorOptions, private readonly instances: Instance[]) {}
 
   static async start(options: ExecutorOptions): Promise<Executor> {
     const executor = new Executor(options, [])
+    const bytes = await verifiedModelBytes(options.modelPath, options.modelSha256)
     const started = await Promise.allSettled(
-      Array.from({ length: options.instanceCount }, () => Instance.start(options, executor.replace)),
+      Array.from({ length: options.instanceCount }, () => executor.startInstance(bytes.slice())),
     )
     const instances = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
     const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
@@ -126,12 +155,18 @@ export class Executor {
       throw failure.reason instanceof Error ? failure.reason : new Error(String(failure.reason))
     }
     executor.instances.push(...instances)
+    executor.firstProvider = instances[0]?.provider ?? 'unknown'
     return executor
+  }
+
+  /** Where lost-and-replaced news goes (the batcher's owner). */
+  watch(events: ExecutorEvents): void {
+    this.events = events
   }
 
   /** The execution provider the sessions run on. */
   get provider(): string {
-    return this.instances[0]?.provider ?? 'unknown'
+    return this.firstProvider
   }
 
   /** Tensor names the model itself declares. */
@@ -159,13 +194,24 @@ export class Executor {
     await Promise.all(this.instances.splice(0).map((i) => i.close()))
   }
 
+  private startInstance(modelBytes: Uint8Array): Promise<Instance> {
+    const { executionProviders, intraOpThreads, workerUrl } = this.options
+    return Instance.start({ modelBytes, executionProviders, intraOpThreads }, threadEntry(workerUrl), this.replace)
+  }
+
   private replace = (lost: Instance): void => {
     const at = this.instances.indexOf(lost)
     if (at === -1 || this.closed) return
     this.instances.splice(at, 1)
-    Instance.start(this.options, this.replace).then(
-      (fresh) => (this.closed ? void fresh.close() : void this.instances.push(fresh)),
-      () => {},
-    )
+    verifiedModelBytes(this.options.modelPath, this.options.modelSha256)
+      .then((bytes) => this.startInstance(bytes))
+      .then(
+        (fresh) => {
+          if (this.closed) return void fresh.close()
+          this.instances.push(fresh)
+          this.events.restored()
+        },
+        (err: unknown) => this.events.failed(err instanceof Error ? err : new Error(String(err)), this.instances.length),
+      )
   }
 }

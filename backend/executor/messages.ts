@@ -2,7 +2,8 @@ import type { TensorMap } from './tensor.ts'
 
 /** What the executor and its worker threads say to each other. */
 export interface WorkerInit {
-  modelPath: string
+  /** The model's bytes, checked against its MANIFEST sha256 before the thread gets them. */
+  modelBytes: Uint8Array
   /** Providers to try, in order; the first that creates a session wins, `cpu` is the last resort. */
   executionProviders: string[]
   intraOpThreads: number

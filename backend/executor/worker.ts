@@ -22,7 +22,7 @@ const installed = (provider: string): boolean => {
   return library === undefined || existsSync(join(bindingDir, library))
 }
 
-const createSession = async ({ modelPath, executionProviders, intraOpThreads }: WorkerInit) => {
+const createSession = async ({ modelBytes, executionProviders, intraOpThreads }: WorkerInit) => {
   const failures: string[] = []
   for (let i = 0; i < executionProviders.length; i++) {
     const providers = executionProviders.slice(i)
@@ -31,7 +31,7 @@ const createSession = async ({ modelPath, executionProviders, intraOpThreads }: 
       continue
     }
     try {
-      const session = await ort.InferenceSession.create(modelPath, {
+      const session = await ort.InferenceSession.create(modelBytes, {
         executionProviders: providers,
         intraOpNumThreads: intraOpThreads,
         interOpNumThreads: 1,

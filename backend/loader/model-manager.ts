@@ -201,8 +201,9 @@ export class ModelManager {
 
   private pick(slot: ModelSlot, wanted?: number): ModelVersion | undefined {
     if (wanted !== undefined) return slot.serving.get(wanted)
+    // Unversioned traffic goes to the newest version that can still run; a broken one answers only when named.
     let newest: ModelVersion | undefined
-    for (const v of slot.serving.values()) if (!newest || v.version > newest.version) newest = v
+    for (const v of slot.serving.values()) if (v.broken === undefined && (!newest || v.version > newest.version)) newest = v
     return newest
   }
 
@@ -249,7 +250,7 @@ export class ModelManager {
         this.options.logger.warn('model version refused', { model: slot.name, version: target.version, reason: target.reason, serving_previous: Boolean(current) })
         continue
       }
-      if (current && current.disk.digest === target.digest && !configChanged) {
+      if (current && current.broken === undefined && current.disk.digest === target.digest && !configChanged) {
         slot.failures.delete(target.version)
         continue
       }
@@ -334,6 +335,7 @@ export class ModelManager {
     const serving = slot?.serving.get(version)
     const failure = slot?.failures.get(version) ?? (onDisk && !onDisk.verified ? onDisk.reason : undefined)
     const base = { name, version: String(version), pinned: disk.config?.pinned ?? false }
+    if (serving?.broken !== undefined) return { ...base, state: 'UNAVAILABLE', reason: serving.broken }
     if (serving && !onDisk?.selected) {
       const waiting = disk.versions.filter((v) => v.selected && !slot?.serving.has(v.version)).map((v) => v.version)
       return { ...base, state: 'READY', reason: `not selected by the version policy; serving until version${waiting.length > 1 ? 's' : ''} ${waiting.join(', ')} ${waiting.length > 1 ? 'are' : 'is'} ready`, provider: serving.provider }

@@ -9,9 +9,13 @@ import type { DriftCounter } from '../monitor/drift/counter.ts'
 import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
 import { VersionStats } from '../monitor/stats.ts'
+import type { Logger } from '../logger.ts'
 import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
 
 export interface LoadOptions {
+  logger?: Logger
+  /** The inference threads' entry module (tests substitute one that can be made to fail). */
+  workerUrl?: URL
   /** Off serves each request alone (for comparison runs and the Lambda tier). */
   batching: boolean
   metrics?: Metrics
@@ -28,6 +32,8 @@ const sameNames = (declared: readonly string[], actual: readonly string[]) =>
  */
 export class ModelVersion {
   lastUsed = performance.now()
+  /** Why the version can no longer serve (its sessions are gone and could not be recreated). */
+  broken: string | undefined
   private successor: ModelVersion | undefined
   private draining = false
 
@@ -47,9 +53,11 @@ export class ModelVersion {
     const started = performance.now()
     const executor = await Executor.start({
       modelPath: disk.modelPath,
+      modelSha256: disk.modelSha256,
       executionProviders: config.execution_providers,
       intraOpThreads: config.intra_op_threads,
       instanceCount: config.instance_count,
+      workerUrl: options.workerUrl,
     })
     try {
       const { inputs, outputs } = executor.signature
@@ -97,7 +105,17 @@ export class ModelVersion {
     const drift = await options.drift?.open(model, disk.version, config, disk.path)
     const loadSeconds = (performance.now() - started) / 1000
     metrics?.modelLoadDuration.observe(labels, loadSeconds)
-    return new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds, drift)
+    const loaded = new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds, drift)
+    executor.watch({
+      restored: () => batcher.wake(),
+      failed: (error, instancesLeft) => {
+        options.logger?.error('inference instance could not be replaced', { model, version, instances_left: instancesLeft, error: error.message })
+        if (instancesLeft > 0) return
+        loaded.broken = `no inference instance left: ${error.message}`
+        batcher.fail(versionNotReady(model, disk.version, loaded.broken))
+      },
+    })
+    return loaded
   }
 
   get provider(): string {
@@ -105,7 +123,7 @@ export class ModelVersion {
   }
 
   get ready(): boolean {
-    return !this.draining
+    return !this.draining && this.broken === undefined
   }
 
   /** Default deadline from config, in ms; undefined when the model sets none. */

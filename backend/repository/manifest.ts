@@ -24,6 +24,8 @@ export interface ManifestCheck {
   reason: string
   /** sha256 of the manifest itself: a version's identity for reload decisions. */
   digest: string
+  /** sha256 of each listed file, as the MANIFEST states it. */
+  sums: ReadonlyMap<string, string>
 }
 
 /**
@@ -35,26 +37,26 @@ export const verifyVersion = async (dir: string): Promise<ManifestCheck> => {
   try {
     manifestBytes = await readFile(join(dir, MANIFEST_FILE))
   } catch {
-    return { ok: false, reason: 'MANIFEST is missing', digest: '' }
+    return { ok: false, reason: 'MANIFEST is missing', digest: '', sums: new Map() }
   }
   const digest = sha256(manifestBytes)
   let sums: Map<string, string>
   try {
     sums = parseManifest(manifestBytes.toString('utf8'))
   } catch (err) {
-    return { ok: false, reason: (err as Error).message, digest }
+    return { ok: false, reason: (err as Error).message, digest, sums: new Map() }
   }
   const present = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name)
   const unlisted = present.filter((f) => f !== MANIFEST_FILE && !sums.has(f))
-  if (unlisted.length > 0) return { ok: false, reason: `files not in MANIFEST: ${unlisted.join(', ')}`, digest }
+  if (unlisted.length > 0) return { ok: false, reason: `files not in MANIFEST: ${unlisted.join(', ')}`, digest, sums }
   for (const [file, expected] of sums) {
     let actual: string
     try {
       actual = sha256(await readFile(join(dir, file)))
     } catch {
-      return { ok: false, reason: `${file} is listed in MANIFEST but missing`, digest }
+      return { ok: false, reason: `${file} is listed in MANIFEST but missing`, digest, sums }
     }
-    if (actual !== expected) return { ok: false, reason: `${file} sha256 ${actual} does not match MANIFEST ${expected}`, digest }
+    if (actual !== expected) return { ok: false, reason: `${file} sha256 ${actual} does not match MANIFEST ${expected}`, digest, sums }
   }
-  return { ok: true, reason: '', digest }
+  return { ok: true, reason: '', digest, sums }
 }

@@ -18,6 +18,8 @@ export interface VersionOnDisk {
   reason: string
   /** Identity of the version's contents (sha256 of its MANIFEST). */
   digest: string
+  /** sha256 of model.onnx as the MANIFEST states it: what every session is loaded from. */
+  modelSha256: string
   sizeBytes: number
 }
 
@@ -107,7 +109,7 @@ export class Repository {
         const missingModel = check.ok && sizeBytes === 0 ? `${MODEL_FILE} is missing or empty` : ''
         return {
           version, path: dir, modelPath, selected: selected.has(version),
-          verified: check.ok && !missingModel, reason: check.reason || missingModel, digest: check.digest, sizeBytes,
+          verified: check.ok && !missingModel, reason: check.reason || missingModel, digest: check.digest, modelSha256: check.sums.get(MODEL_FILE) ?? '', sizeBytes,
         }
       }),
     )

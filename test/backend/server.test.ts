@@ -145,8 +145,14 @@ describe('repository API', () => {
 
   it('unloads a model (then refuses it with 503) and loads it again', async () => {
     const body = { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] }
+    const providerLine = /^edge_infer_backend_execution_provider_info\{[^}]*model="tiny"[^}]*\} 1$/m
+    const metrics = async () => (await fetch(`${url}/metrics`)).text()
+    expect((await post(`${url}/v2/models/tiny/infer`, body)).status).toBe(200)
+    expect(await metrics()).toMatch(providerLine)
     expect((await post(`${url}/v2/repository/models/tiny/unload`, '', admin)).status).toBe(200)
     expect(await index()).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'tiny', state: 'UNAVAILABLE', reason: 'unloaded' })]))
+    // The provider gauge goes with the version (it stayed at 1: its label was read after the sessions closed).
+    expect(await metrics()).not.toMatch(providerLine)
     const refused = await post(`${url}/v2/models/tiny/infer`, body)
     expect(refused.status).toBe(503)
     expect(refused.body.error).toMatch(/unloaded/)

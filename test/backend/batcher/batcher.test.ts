@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -7,6 +7,7 @@ import { Batcher, type BatcherOptions, type BatchObserver } from '../../../backe
 import { InferenceError } from '../../../backend/errors.ts'
 import { Executor } from '../../../backend/executor/executor.ts'
 import type { HostTensor } from '../../../backend/executor/tensor.ts'
+import { sha256 } from '../../../backend/repository/manifest.ts'
 import { buildComputeBoundModel } from '../../../backend/training/compute-bound.ts'
 
 const WIDTH = 4
@@ -40,7 +41,8 @@ const probabilities = (t: HostTensor) => {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'batcher-'))
   const model = await buildComputeBoundModel(dir, { name: 'tiny', inputs: WIDTH, hidden: [8], outputs: 2 })
-  executor = await Executor.start({ modelPath: join(model.versionDir, 'model.onnx'), executionProviders: ['cpu'], intraOpThreads: 1, instanceCount: 1 })
+  const modelPath = join(model.versionDir, 'model.onnx')
+  executor = await Executor.start({ modelPath, modelSha256: sha256(await readFile(modelPath)), executionProviders: ['cpu'], intraOpThreads: 1, instanceCount: 1 })
 })
 
 afterAll(async () => {
