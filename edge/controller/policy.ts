@@ -172,7 +172,7 @@ export const decide = ({ rollout, stable, canary, config, now }: PolicyInput): {
   if (streaks.clean_streak < config.cleanWindows) return hold(`waiting for ${config.cleanWindows} clean windows at ${shown}`)
   const next = config.steps.find((s) => s > share + 1e-9) ?? 100
   if (next >= 100) return decision('promote', pair, `healthy at ${shown} for ${config.dwellMinutes} min: promoted`)
-  // To a millionth: shares of a pair below 100 would otherwise carry float noise into stored weights.
-  const to = Math.round(((pair * next) / 100) * 1e6) / 1e6
+  // To whole buckets (hundredths of a percent): the layout gives each arm whole buckets.
+  const to = Math.round(pair * next) / 100
   return decision('step', to, `healthy at ${shown} for ${config.dwellMinutes} min`)
 }

@@ -1,3 +1,4 @@
+import { withLayout } from '../routing/bucket-layout.ts'
 import { canaryArms, type Rollout } from '../routing/rollout.ts'
 import type { Decision, Streaks } from './policy.ts'
 
@@ -7,16 +8,22 @@ export const isRepeat = (rollout: Rollout, decision: Decision): boolean =>
 
 /**
  * The rollout after a decision, or undefined when it leaves the stored state as it is. The
- * canary's weight moves against its baseline's only, so other arms keep theirs. A rollback
- * leaves the canary arm at weight 0 and ends the canary; a promotion gives the baseline arm the
- * canary's version and both arms' weight, and removes the canary arm.
+ * canary's weight moves against its baseline's only, so other arms keep theirs and their users.
+ * A rollback leaves the canary arm at weight 0 and ends the canary; a promotion gives the
+ * baseline arm the canary's version and both arms' weight (and buckets), and removes the canary arm.
  */
 export const nextRollout = (rollout: Rollout, decision: Decision, streaks: Streaks, now: number): Rollout | undefined => {
+  const next = decided(rollout, decision, streaks, now)
+  return next && withLayout(next, rollout)
+}
+
+const decided = (rollout: Rollout, decision: Decision, streaks: Streaks, now: number): Rollout | undefined => {
   const arms = canaryArms(rollout)
   if (!arms) throw new Error('the rollout runs no canary')
   const { canary, baseline, state } = arms
   const pair = canary.weight + baseline.weight
-  const { canary: _ended, ...rest } = rollout
+  // A change of weights is laid out afresh from the layout it replaces.
+  const { canary: _ended, layout: _replaced, ...rest } = rollout
   switch (decision.action) {
     case 'rollback':
     case 'step': {

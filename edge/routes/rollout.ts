@@ -3,6 +3,7 @@ import type { ModelCatalog, ModelDescription } from '../catalog/model-catalog.ts
 import { HISTORY_CAP, historyOf, type HistoryEntry, type HistoryStore } from '../controller/history-store.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'
+import { withLayout } from '../routing/bucket-layout.ts'
 import { rolloutSchema, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 import { randomUuid } from '../random-ids.ts'
@@ -70,21 +71,23 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       const unknown = unknownVersions(parsed.data, model)
       if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
       const ifMatch = c.req.header('if-match')
-      const stored = await rollouts.get(model.name)
+      const stored = await rollouts.get(model.name, { fresh: true })
       const current = stored?.revision ?? 0
       const expected = ifMatch === undefined ? current : Number(/^"r(\d+)"$/.exec(ifMatch.trim())?.[1] ?? Number.NaN)
       if (!Number.isInteger(expected)) throw new Problem(400, 'Bad Request', `If-Match must be an ETag from GET, like "r${current}"`)
-      const revision = await rollouts.compareAndSet(model.name, expected, parsed.data)
-      if (revision === undefined) {
-        throw new Problem(412, 'Precondition Failed', `the rollout changed since revision ${expected}; read it again and retry`, { slug: 'rollout-conflict' })
-      }
-      const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, parsed.data, revision)
+      const conflict = () => new Problem(412, 'Precondition Failed', `the rollout changed since revision ${expected}; read it again and retry`, { slug: 'rollout-conflict' })
+      // The layout is derived from the revision it replaces, so that one must be the one just read.
+      if (expected !== current) throw conflict()
+      const rollout = withLayout(parsed.data, stored?.rollout)
+      const revision = await rollouts.compareAndSet(model.name, expected, rollout)
+      if (revision === undefined) throw conflict()
+      const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, rollout, revision)
       await historyOf(services(c)).append(entry).catch((error: unknown) => {
         // The change is made; a history outage must not report it as failed.
         console.error(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: model.name, id: entry.id, error: error instanceof Error ? error.message : String(error) }))
       })
       c.header('etag', etag(revision))
-      return c.json({ model: model.name, revision, source: 'stored', rollout: parsed.data })
+      return c.json({ model: model.name, revision, source: 'stored', rollout })
     })
     .get('/v1/models/:model/rollout/history', async (c) => {
       // Mounted behind the admin scope like the rollout itself; should that guard ever be

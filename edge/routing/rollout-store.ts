@@ -7,9 +7,14 @@ export interface StoredRollout {
   revision: number
 }
 
+export interface RolloutReadOptions {
+  /** Past any isolate cache: a writer derives the next state from exactly the revision it replaces. */
+  fresh?: boolean
+}
+
 /** Where rollout state lives: in the isolate by default, Redis when configured. */
 export interface RolloutStore {
-  get(model: string): Promise<StoredRollout | undefined>
+  get(model: string, options?: RolloutReadOptions): Promise<StoredRollout | undefined>
   /**
    * Replaces the rollout if the stored revision is still `expected` (0: none stored yet);
    * resolves with the new revision, or undefined when someone else changed it first.
@@ -32,9 +37,19 @@ export class MemoryRolloutStore implements RolloutStore {
   }
 }
 
+// One per description the catalog holds, so routing decodes its layout once, not per request.
+const defaults = new WeakMap<ModelDescription, Rollout>()
+
 /** With no rollout configured, the newest version takes everything and any served version may be pinned. */
-export const defaultRollout = (model: ModelDescription): Rollout => ({
-  salt: model.name,
-  arms: [{ variant: 'stable', version: model.versions[model.versions.length - 1] ?? 1, weight: 100 }],
-  pinnable: model.versions,
-})
+export const defaultRollout = (model: ModelDescription): Rollout => {
+  let rollout = defaults.get(model)
+  if (rollout === undefined) {
+    rollout = {
+      salt: model.name,
+      arms: [{ variant: 'stable', version: model.versions[model.versions.length - 1] ?? 1, weight: 100 }],
+      pinnable: model.versions,
+    }
+    defaults.set(model, rollout)
+  }
+  return rollout
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { BUCKETS, stickyBucket } from '../../shared/sticky-hash.ts'
+import { MAX_ARMS, bucketsOf, decodeLayout, ownersOf } from './bucket-layout.ts'
 
 const variantName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
 
@@ -25,6 +26,8 @@ const canarySchema = z.strictObject({
 
 export type Canary = z.infer<typeof canarySchema>
 
+const LAYOUT = new RegExp(`^[0-${MAX_ARMS - 1}]{${BUCKETS}}$`)
+
 /**
  * How a model's traffic is split: arms with weights summing to 100 (A/B arms and the canary),
  * which versions a client may pin, and an optional shadow version.
@@ -40,7 +43,13 @@ export const rolloutSchema = z
         weight: z.number().min(0).max(100),
       }))
       .min(1)
-      .max(8),
+      .max(MAX_ARMS),
+    /**
+     * Which arm owns each sticky bucket: digit i is the index in `arms` of bucket i's arm. A PUT
+     * may leave it out: it is then derived from the stored layout, so a weight change moves
+     * only users between the arms whose weights changed.
+     */
+    layout: z.string().regex(LAYOUT, `one digit per bucket, ${BUCKETS} in all`).optional(),
     /** Versions clients may pin with X-Model-Version; empty means only the arms' versions. */
     pinnable: z.array(z.number().int().positive()).default([]),
     shadow: z.strictObject({ version: z.number().int().positive(), percent: z.number().min(0).max(100) }).optional(),
@@ -49,6 +58,12 @@ export const rolloutSchema = z
   .superRefine((r, ctx) => {
     const total = r.arms.reduce((n, a) => n + a.weight, 0)
     if (Math.abs(total - 100) > 1e-9) ctx.addIssue({ code: 'custom', path: ['arms'], message: `weights sum to ${total}, not 100` })
+    r.arms.forEach((arm, i) => {
+      if (Math.abs(bucketsOf(arm.weight) - (arm.weight * BUCKETS) / 100) > 1e-6) {
+        ctx.addIssue({ code: 'custom', path: ['arms', i, 'weight'], message: `weights are in hundredths of a percent (one bucket each), got ${arm.weight}` })
+      }
+    })
+    if (r.layout !== undefined && LAYOUT.test(r.layout)) layoutIssues(r.arms, r.layout).forEach((message) => ctx.addIssue({ code: 'custom', path: ['layout'], message }))
     const names = new Set(r.arms.map((a) => a.variant))
     if (names.size !== r.arms.length) ctx.addIssue({ code: 'custom', path: ['arms'], message: 'variant names must be unique' })
     if (r.canary) {
@@ -67,6 +82,16 @@ export const rolloutSchema = z
 
 export type Rollout = z.infer<typeof rolloutSchema>
 
+/** Where a layout does not give each arm exactly the buckets its weight needs. */
+const layoutIssues = (arms: readonly Arm[], layout: string): string[] => {
+  const held = new Array<number>(MAX_ARMS).fill(0)
+  for (const owner of decodeLayout(layout)) held[owner]++
+  const beyond = held.findLastIndex((count) => count > 0)
+  if (beyond >= arms.length) return [`the layout names arm ${beyond}; the arms are numbered 0 to ${arms.length - 1}`]
+  return arms.flatMap((arm, i) =>
+    held[i] === bucketsOf(arm.weight) ? [] : [`the layout gives arm "${arm.variant}" ${held[i]} buckets, its weight needs ${bucketsOf(arm.weight)} (omit the layout to derive it from the stored one)`])
+}
+
 export interface Assignment {
   variant: string
   version: number
@@ -76,16 +101,10 @@ export interface Assignment {
   shadow?: number
 }
 
-/** The arm a sticky key lands in: buckets are laid out in arm order, proportional to weight. */
+/** The arm a sticky key lands in: the owner of its bucket in the rollout's layout. */
 export const assignArm = (rollout: Rollout, key: string): Assignment => {
-  const bucket = stickyBucket(rollout.salt, key)
-  let upper = 0
-  for (const arm of rollout.arms) {
-    upper += (arm.weight / 100) * BUCKETS
-    if (bucket < upper) return { variant: arm.variant, version: arm.version, by: 'sticky' }
-  }
-  const last = rollout.arms.findLast((a) => a.weight > 0) ?? rollout.arms[rollout.arms.length - 1]
-  return { variant: last.variant, version: last.version, by: 'sticky' }
+  const arm = rollout.arms[ownersOf(rollout)[stickyBucket(rollout.salt, key)]]
+  return { variant: arm.variant, version: arm.version, by: 'sticky' }
 }
 
 /** Versions a client may pin: the listed ones and every arm's. */

@@ -1,7 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import { rolloutSchema } from './rollout.ts'
 import type { Rollout } from './rollout.ts'
-import type { RolloutStore, StoredRollout } from './rollout-store.ts'
+import type { RolloutReadOptions, RolloutStore, StoredRollout } from './rollout-store.ts'
 
 // Compare-and-set in one round trip: the revision check and the write cannot interleave with another writer.
 const COMPARE_AND_SET = `
@@ -48,16 +48,17 @@ export class CachedRolloutStore implements RolloutStore {
     this.now = now
   }
 
-  async get(model: string): Promise<StoredRollout | undefined> {
+  async get(model: string, { fresh = false }: RolloutReadOptions = {}): Promise<StoredRollout | undefined> {
     const hit = this.cache.get(model)
-    if (hit && this.now() - hit.at < this.ttlMs) return hit.value
+    if (!fresh && hit && this.now() - hit.at < this.ttlMs) return hit.value
     let value: StoredRollout | undefined
     try {
       value = await this.store.get(model)
     } catch (error) {
       // Stale-if-error: an outage must not move traffic off the last rollout this isolate saw.
       // Kept for another TTL, so a down store is asked once per TTL, not once per request.
-      if (!hit) throw error
+      // A writer gets the error: what it derives from must be the stored state.
+      if (fresh || !hit) throw error
       this.cache.set(model, { at: this.now(), value: hit.value })
       return hit.value
     }

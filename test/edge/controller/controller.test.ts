@@ -51,7 +51,7 @@ describe('controller tick', () => {
       }
     }
     expect(moves).toEqual(['minute 10: applied step 1→5', 'minute 20: applied step 5→20', 'minute 30: applied step 20→50', 'minute 40: applied promote 50→100'])
-    expect((await stored()).rollout).toEqual({ salt: 'exp', arms: [{ variant: 'stable', version: 3, weight: 100 }], pinnable: [] })
+    expect((await stored()).rollout).toEqual({ salt: 'exp', arms: [{ variant: 'stable', version: 3, weight: 100 }], pinnable: [], layout: '0'.repeat(10_000) })
     // The window grows with the time at a weight: the step's first minute bucket through the current one, 2 to 11, four times over.
     const oneStep = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     expect(source.reads.filter((r) => r.version === 3).map((r) => r.minutes)).toEqual([...oneStep, ...oneStep, ...oneStep, ...oneStep])

@@ -29,7 +29,7 @@ describe('nextRollout', () => {
 
   it('promotes: the baseline arm serves the canary\'s version at both arms\' weight, the canary arm is gone', () => {
     const next = after({ ...canaryRollout(50, { clean_streak: 2 }), pinnable: [1] })!
-    expect(next).toEqual({ salt: 'exp', arms: [{ variant: 'stable', version: 3, weight: 100 }], pinnable: [1] })
+    expect(next).toEqual({ salt: 'exp', arms: [{ variant: 'stable', version: 3, weight: 100 }], pinnable: [1], layout: '0'.repeat(10_000) })
     expect(rolloutSchema.parse(next)).toEqual(next)
   })
 

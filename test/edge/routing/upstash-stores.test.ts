@@ -52,6 +52,17 @@ describe('UpstashRolloutStore on a real redis-server', () => {
     now = 1_000
     expect((await isolateB.get('m3'))?.rollout).toEqual(rollout(20))
   })
+
+  it('reads past the isolate cache for a writer, and keeps what it read', async () => {
+    const shared = new UpstashRolloutStore(upstash.client)
+    const isolateA = new CachedRolloutStore(shared, { ttlMs: 60_000 })
+    const isolateB = new CachedRolloutStore(shared, { ttlMs: 60_000 })
+    await isolateA.compareAndSet('m4', 0, rollout(1))
+    await isolateB.get('m4')
+    await isolateA.compareAndSet('m4', 1, rollout(20))
+    expect(await isolateB.get('m4', { fresh: true })).toEqual({ rollout: rollout(20), revision: 2 })
+    expect(await isolateB.get('m4')).toEqual({ rollout: rollout(20), revision: 2 })
+  })
 })
 
 describe('UpstashRateLimiter on a real redis-server', () => {

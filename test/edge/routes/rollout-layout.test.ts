@@ -1,0 +1,99 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { createApp } from '../../../edge/app.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/auth/api-key.ts'
+import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
+import { ModelCatalog } from '../../../edge/catalog/model-catalog.ts'
+import type { Rollout } from '../../../edge/routing/rollout.ts'
+import { MemoryRolloutStore } from '../../../edge/routing/rollout-store.ts'
+import { InProcessBackendStandIn } from '../../../load/edge/in-process-backend.ts'
+import { creditRiskMetadata } from '../../../load/edge/workload.ts'
+import { armsOf, expectSharesOfWeights, expectUsersNear, moves } from '../routing/movement.ts'
+
+const PATH = '/v1/models/credit-risk/rollout'
+const admin = generateApiKey('test')
+let app: ReturnType<typeof createApp>
+
+beforeAll(async () => {
+  // The backend's metadata for credit-risk (versions 1 and 2) without a backend process.
+  const standIn = new InProcessBackendStandIn(await creditRiskMetadata())
+  app = createApp({
+    keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]),
+    services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
+    log: () => {},
+  })
+})
+
+const request = async (method: 'GET' | 'PUT', body?: unknown) => {
+  const current = method === 'PUT' ? (await app.request(PATH, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null
+  return app.request(PATH, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, ...(current ? { 'if-match': current } : {}) },
+  })
+}
+
+/** PUTs a rollout (with the current ETag) and answers what was stored. */
+const put = async (rollout: unknown): Promise<Rollout> => {
+  const res = await request('PUT', rollout)
+  expect(res.status, await res.clone().text()).toBe(200)
+  return ((await res.json()) as { rollout: Rollout }).rollout
+}
+
+const stable = (weight: number) => ({ variant: 'stable', version: 2, weight })
+const b = (weight: number) => ({ variant: 'b', version: 1, weight })
+const canary = (weight: number) => ({ variant: 'canary', version: 1, weight })
+const d = (weight: number) => ({ variant: 'd', version: 2, weight })
+const abWithCanary = { salt: 'exp', arms: [stable(49), b(50), canary(1)], canary: { variant: 'canary', baseline_variant: 'stable' } }
+
+describe('a PUT that gives only arms and weights (users over 100,000 ids)', () => {
+  it('adding an arm takes users only from the arm whose weight it takes', async () => {
+    const before = armsOf(await put(abWithCanary))
+    const fromStable = await put({ ...abWithCanary, arms: [stable(44), b(50), canary(1), d(5)] })
+    const afterStable = armsOf(fromStable)
+    expect(Object.keys(moves(before, afterStable))).toEqual(['stable→d'])
+    expectUsersNear(moves(before, afterStable)['stable→d'], 5)
+    expectSharesOfWeights(fromStable, afterStable)
+
+    const fromB = await put({ ...abWithCanary, arms: [stable(44), b(40), canary(1), d(15)] })
+    expect(Object.keys(moves(afterStable, armsOf(fromB)))).toEqual(['b→d'])
+    expectUsersNear(moves(afterStable, armsOf(fromB))['b→d'], 10)
+  })
+
+  it('reordering arms moves nobody', async () => {
+    const before = armsOf(await put({ salt: 'exp', arms: [stable(90), b(10)] }))
+    expect(moves(before, armsOf(await put({ salt: 'exp', arms: [b(10), stable(90)] })))).toEqual({})
+  })
+})
+
+describe('the stored bucket layout', () => {
+  it('is derived by the PUT, shown by GET, and accepted back unchanged without moving anyone', async () => {
+    const stored = await put(abWithCanary)
+    expect(stored.layout).toMatch(/^[0-2]{10000}$/)
+    const shown = ((await (await request('GET')).json()) as { rollout: Rollout }).rollout
+    expect(shown).toEqual(stored)
+    expect(moves(armsOf(stored), armsOf(await put({ ...shown, pinnable: [1] })))).toEqual({})
+  })
+
+  it('is refused when it does not give each arm its weight in buckets, or names an arm that is not there', async () => {
+    const stored = await put({ salt: 'exp', arms: [stable(90), b(10)] })
+    const res = await request('PUT', { ...stored, arms: [stable(80), b(20)] })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ errors: [
+      { path: 'layout', message: 'the layout gives arm "stable" 9000 buckets, its weight needs 8000 (omit the layout to derive it from the stored one)' },
+      { path: 'layout', message: 'the layout gives arm "b" 1000 buckets, its weight needs 2000 (omit the layout to derive it from the stored one)' },
+    ] })
+    const unknownArm = await request('PUT', { ...stored, layout: `2${stored.layout!.slice(1)}` })
+    expect(await unknownArm.json()).toMatchObject({ status: 400, errors: [{ path: 'layout', message: 'the layout names arm 2; the arms are numbered 0 to 1' }] })
+    const short = await request('PUT', { ...stored, layout: '0' })
+    expect(await short.json()).toMatchObject({ status: 400, errors: [{ path: 'layout' }] })
+  })
+
+  it('needs weights in whole buckets (hundredths of a percent)', async () => {
+    const res = await request('PUT', { salt: 'exp', arms: [stable(33.335), b(66.665)] })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ errors: [
+      { path: 'arms[0].weight', message: 'weights are in hundredths of a percent (one bucket each), got 33.335' },
+      { path: 'arms[1].weight', message: 'weights are in hundredths of a percent (one bucket each), got 66.665' },
+    ] })
+  })
+})
