@@ -1,6 +1,6 @@
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
-import { BackendRefusal } from './http-transport.ts'
+import { BackendRefusal, deadlinePassed } from './http-transport.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 /** Which tier answered an infer call, as `parameters.served_by` of the response says. */
@@ -11,17 +11,28 @@ export const SERVED_BY_PARAMETER = 'served_by'
 export interface FallbackTransportOptions {
   /** Most model descriptions kept for answering metadata while the primary is down. */
   maxStaleModels?: number
+  /**
+   * Share of what remains of a call's deadline held back from the primary for the fallback.
+   * Without it a slow 503 and its retry can spend the whole budget and the fallback is never
+   * tried; a quarter leaves most of it to the primary, which answers nearly every call.
+   */
+  fallbackShare?: number
+  now?: () => number
 }
 
-/** The primary refused for lack of capacity (429) or availability (503: down, unreachable, circuit open). */
-const fallsBack = (err: unknown): err is BackendRefusal => err instanceof BackendRefusal && (err.status === 429 || err.status === 503)
+/**
+ * The primary refused for lack of capacity (429), availability (503: down, unreachable, circuit
+ * open) or time (504: its share of the deadline is spent, the fallback's is not).
+ */
+const fallsBack = (err: unknown): err is BackendRefusal => err instanceof BackendRefusal && (err.status === 429 || err.status === 503 || err.status === 504)
 
 const mark = (response: InferResponse, by: ServedBy): InferResponse => ({ ...response, parameters: { ...response.parameters, [SERVED_BY_PARAMETER]: by } })
 
 /**
  * The primary tier (HTTP to the GPU backend) with a fallback tier (Lambda CPU) for when the
- * primary refuses with 429 or 503 — saturated, down, unreachable or circuit open. A 504 is not
- * sent on: the deadline is spent. The fallback gets what is left of the call's deadline.
+ * primary refuses with 429 or 503 — saturated, down, unreachable or circuit open — or runs out of
+ * time. The primary gets the call's deadline less `fallbackShare` of it; the fallback gets what
+ * is left when the primary gives up. Shadow copies never go to the fallback.
  *
  * Which tier answered travels with the answer, not with the transport (one transport serves
  * every concurrent request of the isolate): each response is a fresh object whose
@@ -35,35 +46,39 @@ export class FallbackTransport implements Transport {
   readonly name: string
   private readonly stale = new Map<string, BackendModelMetadata>()
   private readonly maxStaleModels: number
+  private readonly fallbackShare: number
+  private readonly now: () => number
 
   constructor(
     readonly primary: Transport,
     readonly fallback: Transport | undefined,
-    { maxStaleModels = 256 }: FallbackTransportOptions = {},
+    { maxStaleModels = 256, fallbackShare = 0.25, now = Date.now }: FallbackTransportOptions = {},
   ) {
     this.name = fallback ? `${primary.name}+${fallback.name}` : primary.name
     this.maxStaleModels = maxStaleModels
+    this.fallbackShare = fallbackShare
+    this.now = now
   }
 
   async infer(call: InferCall): Promise<InferResponse> {
-    const started = Date.now()
+    // A shadow compares the backend's versions; on the fallback it would spend the capacity client traffic falls back on.
+    if (!this.fallback || call.shadow) return mark(await this.primary.infer(call), 'backend')
+    const reservedMs = Math.max(0, call.deadlineAt - this.now()) * this.fallbackShare
     let refusal: BackendRefusal
     try {
-      return mark(await this.primary.infer(call), 'backend')
+      return mark(await this.primary.infer({ ...call, deadlineAt: call.deadlineAt - reservedMs }), 'backend')
     } catch (err) {
-      // A shadow compares the backend's versions; on the fallback it would spend the capacity client traffic falls back on.
-      if (!this.fallback || call.shadow || !fallsBack(err)) throw err
+      if (!fallsBack(err)) throw err
       refusal = err
     }
-    const left = call.deadlineMs - (Date.now() - started)
-    if (left < 1) throw new BackendRefusal(504, `no answer from the inference tier within ${call.deadlineMs} ms`)
+    if (call.deadlineAt - this.now() < 1) throw deadlinePassed('inference tier')
     try {
-      return mark(await this.fallback.infer({ ...call, deadlineMs: left }), 'lambda')
+      return mark(await this.fallback.infer(call), 'lambda')
     } catch (err) {
       // A verdict on the request itself (unknown model, bad input) or a spent deadline stands.
       if (err instanceof Problem && (err.status === 504 || (err.status < 500 && err.status !== 429))) throw err
       const why = err instanceof Problem ? err.detail : 'unexpected error'
-      throw new BackendRefusal(refusal.status as 429 | 503, `${refusal.detail}; the fallback tier failed too: ${why}`, refusal.extra.headers?.['retry-after'])
+      throw new BackendRefusal(refusal.status as 429 | 503 | 504, `${refusal.detail}; the fallback tier failed too: ${why}`, refusal.extra.headers?.['retry-after'])
     }
   }
 

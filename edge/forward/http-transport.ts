@@ -14,6 +14,17 @@ export interface HttpTransportOptions {
    */
   breakers?: CircuitBreakers
   fetch?: typeof fetch
+  now?: () => number
+}
+
+/** How long a metadata or model-list call may take. */
+const REPOSITORY_TIMEOUT_MS = 5_000
+
+/** What `send` sends; the deadline header is added per attempt, with what remains. */
+interface Outgoing {
+  method?: 'POST'
+  headers: Record<string, string>
+  body?: string
 }
 
 /** A refusal from the backend that the edge passes on (or falls back from). */
@@ -23,6 +34,9 @@ export class BackendRefusal extends Problem {
     super(status, titles[status], detail, { slug: `backend-${status}`, headers: retryAfter ? { 'retry-after': retryAfter } : {} })
   }
 }
+
+/** The caller's deadline passed before `tier` answered. */
+export const deadlinePassed = (tier: string): BackendRefusal => new BackendRefusal(504, `no answer from the ${tier} within the request's deadline`)
 
 /**
  * How the edge passes on an inference tier's refusal of an infer call, whichever tier it was:
@@ -57,13 +71,15 @@ export class HttpTransport implements Transport {
   private readonly retries: number
   private readonly breakers: CircuitBreakers
   private readonly fetcher: typeof fetch
+  private readonly now: () => number
 
   // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
-  constructor({ baseUrl, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init) }: HttpTransportOptions) {
+  constructor({ baseUrl, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.retries = retries
     this.breakers = breakers
     this.fetcher = fetcher
+    this.now = now
   }
 
   async infer(call: InferCall): Promise<InferResponse> {
@@ -71,25 +87,24 @@ export class HttpTransport implements Transport {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       [HEADERS.requestId]: call.requestId,
-      [HEADERS.deadlineMs]: String(Math.max(1, Math.floor(call.deadlineMs))),
       ...(call.traceparent ? { [HEADERS.traceparent]: call.traceparent } : {}),
     }
     // The URL names target, model and version; a 503 "not ready" counts against that version only.
     const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
-    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineMs, breaker)
+    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineAt, breaker)
     if (res.ok) return (await res.json()) as InferResponse
     throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 
   async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
-    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, 5_000, this.repositoryBreaker())
+    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     return (await res.json()) as BackendModelMetadata
   }
 
   async models(requestId: string): Promise<string[]> {
-    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, 5_000, this.repositoryBreaker())
+    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
@@ -102,17 +117,17 @@ export class HttpTransport implements Transport {
 
   /**
    * One logical request: retried on connection failure or 503 while the deadline and the breaker
-   * allow a retry; when they do not, the last answer stands.
+   * allow a retry; when they do not, the last answer stands. Each attempt tells the backend what
+   * remains of the deadline, so its queue drops the request when the caller has stopped waiting.
    */
-  private async send(url: string, init: RequestInit, deadlineMs: number, breaker: CircuitBreaker): Promise<Response> {
-    const started = Date.now()
-    const left = () => deadlineMs - (Date.now() - started)
-    if (left() < 1) throw new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+  private async send(url: string, outgoing: Outgoing, deadlineAt: number, breaker: CircuitBreaker): Promise<Response> {
+    const left = () => deadlineAt - this.now()
+    if (left() < 1) throw deadlinePassed('inference tier')
     if (!breaker.allow()) {
       throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
     }
     for (let attempt = 0; ; attempt++) {
-      const answer = await this.attempt(url, init, left(), deadlineMs, breaker)
+      const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker)
       const unavailable = answer.status === 503
       if (!unavailable || attempt >= this.retries || left() < 1 || !breaker.allow()) {
         if (answer instanceof Response) return answer
@@ -126,14 +141,14 @@ export class HttpTransport implements Transport {
    * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
    * anything else happens: a probe that reported nothing would hold the circuit half-open.
    */
-  private async attempt(url: string, init: RequestInit, timeoutMs: number, deadlineMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
+  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
     let res: Response
     try {
-      res = await this.fetcher(url, { ...init, signal: AbortSignal.timeout(Math.max(1, timeoutMs)) })
+      res = await this.fetcher(url, { ...outgoing, headers: { ...headers, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
     } catch (err) {
       breaker.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-      if (timedOut) return new BackendRefusal(504, `no answer from the inference tier within ${deadlineMs} ms`)
+      if (timedOut) return deadlinePassed('inference tier')
       return new BackendRefusal(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
     }
     if (res.status >= 500 && res.status !== 504) breaker.failure()

@@ -1,7 +1,7 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
-import { BackendRefusal, tierRefusal } from './http-transport.ts'
+import { BackendRefusal, deadlinePassed, tierRefusal } from './http-transport.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 export interface LambdaTransportOptions {
@@ -62,11 +62,11 @@ export class LambdaTransport implements Transport {
   }
 
   async infer(call: InferCall): Promise<InferResponse> {
-    const deadlineMs = Math.max(1, Math.floor(call.deadlineMs))
+    const leftMs = Math.max(1, Math.floor(call.deadlineAt - Date.now()))
     // The routed model and version go last: a pass-through body cannot name another model.
     const payload = new TextEncoder().encode(JSON.stringify({ ...call.request, model_name: call.model, model_version: String(call.version) }))
     const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(), deadlineMs)
+    const timer = setTimeout(() => controller.abort(), leftMs)
     let output
     try {
       output = await this.client.send(
@@ -74,7 +74,7 @@ export class LambdaTransport implements Transport {
         { abortSignal: controller.signal },
       )
     } catch (err) {
-      if (controller.signal.aborted) throw new BackendRefusal(504, `no answer from the Lambda tier within ${deadlineMs} ms`)
+      if (controller.signal.aborted) throw deadlinePassed('Lambda tier')
       throw this.refusalOf(err)
     } finally {
       clearTimeout(timer)

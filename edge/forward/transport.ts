@@ -6,8 +6,11 @@ export interface InferCall {
   version: number
   request: InferRequest
   requestId: string
-  /** Milliseconds the caller is willing to wait in all. */
-  deadlineMs: number
+  /**
+   * When the caller stops waiting, in epoch milliseconds: fixed once, when the request arrived,
+   * so that every attempt on every tier gets what remains of it rather than a fresh budget.
+   */
+  deadlineAt: number
   traceparent?: string
   /** A copy sent to a shadow version for comparison: its failures never count against client traffic. */
   shadow?: boolean

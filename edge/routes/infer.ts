@@ -4,7 +4,7 @@ import type { InferRequest } from '../../shared/protocol.ts'
 import type { AppEnv } from '../env.ts'
 import type { Transport } from '../forward/transport.ts'
 import { Problem } from '../problem.ts'
-import { deadlineOf } from './deadline.ts'
+import { deadlineAt } from './deadline.ts'
 import { isRecord } from '../validation/format.ts'
 import { jsonBody } from '../body/json-body.ts'
 
@@ -21,6 +21,7 @@ export interface InferHandlerOptions {
  */
 export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferHandlerOptions) =>
   async function infer(c: Context<AppEnv>) {
+    const started = Date.now()
     const body: unknown = await jsonBody(c)
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
       throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
@@ -32,7 +33,7 @@ export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlin
       version,
       request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
       requestId: c.get('requestId'),
-      deadlineMs: deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs),
+      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), started, defaultDeadlineMs, maxDeadlineMs),
       traceparent: c.get('traceparent'),
     })
     return c.json(response)

@@ -8,7 +8,7 @@ import type { AppEnv } from '../env.ts'
 import type { InferCall, Transport } from '../forward/transport.ts'
 import { dedupeInstances } from '../normalize/dedupe.ts'
 import { Problem } from '../problem.ts'
-import { deadlineOf } from './deadline.ts'
+import { deadlineAt } from './deadline.ts'
 
 export interface Prediction {
   label: string
@@ -96,10 +96,11 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
       inputs: [{ name: model.spec.input, shape: [unique.length, width], datatype: 'FP32', data }],
       outputs: [{ name: model.postprocess.output }],
     }
-    const deadlineMs = deadlineOf(c.req.header(HEADERS.deadlineMs), defaultDeadlineMs, maxDeadlineMs)
+    // Counted from when the route started, the earliest moment this request is known here.
+    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), started, defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
     const response = await transport(c).infer({
-      model: model.name, version, request, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent'),
+      model: model.name, version, request, requestId: c.get('requestId'), deadlineAt: deadline, traceparent: c.get('traceparent'),
     }).catch((err: unknown) => {
       // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
       if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
@@ -109,7 +110,9 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const rows = predictionsOf(response, model, unique.length)
     const { shadow } = c.get('assignment')
     if (shadow !== undefined) {
-      const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineMs, traceparent: c.get('traceparent'), shadow: true }
+      // The client has its answer: the shadow gets a budget as long as the client's, from now.
+      const shadowDeadline = Date.now() + (deadline - started)
+      const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineAt: shadowDeadline, traceparent: c.get('traceparent'), shadow: true }
       inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
     const res = c.json({

@@ -16,7 +16,7 @@ const answered = (version: number) => json(200, { model_name: 'credit-risk', mod
 const timedOut = () => Promise.reject(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
 
 const call = (version: number, extra: Partial<InferCall> = {}): InferCall => ({
-  model: 'credit-risk', version, request: { inputs: [] }, requestId: 'scope-1', deadlineMs: 10_000, ...extra,
+  model: 'credit-risk', version, request: { inputs: [] }, requestId: 'scope-1', deadlineAt: Date.now() + 10_000, ...extra,
 })
 
 const outcome = (promise: Promise<unknown>) => promise.then(() => 'answered', (err: unknown) => (err instanceof Problem ? err.detail : String(err)))

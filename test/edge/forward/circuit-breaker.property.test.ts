@@ -69,8 +69,8 @@ const run = async (seed: number, steps: number) => {
       held.push({ probe, resolve: (outcome) => { try { resolve(answer(outcome)) } catch (err) { reject(err) } } })
     })
   }
-  const transport = new HttpTransport({ baseUrl: `http://backend-${seed}`, retries: rng.int(0, 2), breakers: () => breaker, fetch: fetcher })
-  const call = () => transport.infer({ model: 'm', version: 1, request: { inputs: [] }, requestId: `seed-${seed}`, deadlineMs: 60_000 }).catch(() => undefined)
+  const transport = new HttpTransport({ baseUrl: `http://backend-${seed}`, retries: rng.int(0, 2), breakers: () => breaker, fetch: fetcher, now: clock.now })
+  const call = () => transport.infer({ model: 'm', version: 1, request: { inputs: [] }, requestId: `seed-${seed}`, deadlineAt: clock.now() + 60_000 }).catch(() => undefined)
   const where = (step: number) => `seed ${seed}, step ${step}`
 
   for (let step = 0; step < steps; step++) {
@@ -102,8 +102,8 @@ const run = async (seed: number, steps: number) => {
 
   // The backend has recovered: after one cooldown the first call goes out and closes the circuit.
   clock.advance(cooldownMs)
-  const recovered = new HttpTransport({ baseUrl: `http://backend-${seed}`, breakers: () => breaker, fetch: async () => settle('ok') })
-  const answer = await recovered.infer({ model: 'm', version: 1, request: { inputs: [] }, requestId: `seed-${seed}`, deadlineMs: 60_000 }).catch((err: unknown) => err)
+  const recovered = new HttpTransport({ baseUrl: `http://backend-${seed}`, breakers: () => breaker, fetch: async () => settle('ok'), now: clock.now })
+  const answer = await recovered.infer({ model: 'm', version: 1, request: { inputs: [] }, requestId: `seed-${seed}`, deadlineAt: clock.now() + 60_000 }).catch((err: unknown) => err)
   expect(answer, `seed ${seed}: refused after the backend recovered`).toMatchObject({ model_name: 'm' })
   expect(breaker.state, `seed ${seed}: the circuit stayed open after the backend recovered`).toBe('closed')
 }

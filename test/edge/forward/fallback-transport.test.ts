@@ -11,6 +11,7 @@ import { post, startBackend, until, type BackendProcess } from '../../backend/su
 import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
 import { setProcessEnv } from '../../support/process-env.ts'
+import { manualClock } from '../features/support.ts'
 
 const FUNCTION = 'edge-infer-cpu'
 let restoreEnv: (() => void) | undefined
@@ -22,8 +23,8 @@ let parked: Array<Promise<unknown>> = []
 const lambda = () =>
   new LambdaTransport({ functionName: FUNCTION, region: 'eu-west-1', credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' }, endpoint: endpoint.url })
 
-const call = (model = 'credit-risk', request: Record<string, unknown> = creditRequest(3, 5, { id: 'fallback-1' }), deadlineMs = 10_000): InferCall => ({
-  model, version: model === 'credit-risk' ? 2 : 1, request: request as never, requestId: 'fallback-1', deadlineMs,
+const call = (model = 'credit-risk', request: Record<string, unknown> = creditRequest(3, 5, { id: 'fallback-1' }), deadlineAt = Date.now() + 10_000): InferCall => ({
+  model, version: model === 'credit-risk' ? 2 : 1, request: request as never, requestId: 'fallback-1', deadlineAt,
 })
 
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a refusal') }, (e: unknown) => e as Problem)
@@ -154,8 +155,8 @@ const refuse = (status: 429 | 503 | 504, detail = `refused ${status}`) => async 
 }
 
 describe('FallbackTransport decisions', () => {
-  it('does not send on a 504 (the deadline is spent) or a verdict on the request (404, 400, 502)', async () => {
-    for (const error of [new BackendRefusal(504, 'late'), new Problem(404, 'Not Found', 'no'), new Problem(400, 'Bad Request', 'bad'), new Problem(502, 'Bad Gateway', 'broken')]) {
+  it('does not send on a verdict on the request (404, 400, 502)', async () => {
+    for (const error of [new Problem(404, 'Not Found', 'no'), new Problem(400, 'Bad Request', 'bad'), new Problem(502, 'Bad Gateway', 'broken')]) {
       const fallback = new ScriptedTransport('lambda', async (c) => ok(c.requestId))
       const transport = new FallbackTransport(new ScriptedTransport('http', async () => { throw error }), fallback)
       expect(await failure(transport.infer(call()))).toBe(error)
@@ -171,16 +172,36 @@ describe('FallbackTransport decisions', () => {
     expect((await transport.infer(call())).parameters.served_by).toBe('lambda')
   })
 
-  it('gives the fallback what is left of the deadline, and marks each concurrent answer on its own', async () => {
+  it('sends a 504 on while the share of the deadline kept for the fallback is left, not once the deadline is spent', async () => {
+    const clock = manualClock()
+    const deadlineAt = clock.now() + 1_000
+    const fallback = new ScriptedTransport('lambda', async (c) => ok(c.requestId))
+    const timedOut = new FallbackTransport(new ScriptedTransport('http', refuse(504)), fallback, { now: clock.now })
+    expect((await timedOut.infer(call('credit-risk', undefined, deadlineAt))).parameters.served_by).toBe('lambda')
+
+    const late = new BackendRefusal(504, 'late')
+    const spent = new FallbackTransport(new ScriptedTransport('http', async () => {
+      clock.advance(1_000)
+      throw late
+    }), fallback, { now: clock.now })
+    const refusal = await failure(spent.infer(call('credit-risk', undefined, deadlineAt)))
+    expect(refusal.status).toBe(504)
+    expect(fallback.calls).toHaveLength(1)
+  })
+
+  it('gives the primary the deadline less the fallback\'s share, the fallback the whole deadline, and marks each concurrent answer on its own', async () => {
+    const clock = manualClock()
+    const deadlineAt = clock.now() + 10_000
     const fallback = new ScriptedTransport('lambda', async (c) => ok(c.requestId))
     let n = 0
     const primary = new ScriptedTransport('http', async (c) => (n++ % 2 === 0 ? ok(c.requestId) : refuse(429)()))
-    const transport = new FallbackTransport(primary, fallback)
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => transport.infer({ ...call(), requestId: `r${i}` })))
+    const transport = new FallbackTransport(primary, fallback, { fallbackShare: 0.3, now: clock.now })
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => transport.infer({ ...call('credit-risk', undefined, deadlineAt), requestId: `r${i}` })))
     expect(answers.map((a) => [a.id, a.parameters.served_by])).toEqual([
       ['r0', 'backend'], ['r1', 'lambda'], ['r2', 'backend'], ['r3', 'lambda'], ['r4', 'backend'], ['r5', 'lambda'],
     ])
-    for (const c of fallback.calls) expect(c.deadlineMs).toBeLessThanOrEqual(10_000)
+    expect(new Set(primary.calls.map((c) => c.deadlineAt))).toEqual(new Set([deadlineAt - 3_000]))
+    expect(new Set(fallback.calls.map((c) => c.deadlineAt))).toEqual(new Set([deadlineAt]))
   })
 
   it('when the fallback fails too, answers the primary\'s refusal (with its Retry-After), or the fallback\'s verdict on the request', async () => {

@@ -11,7 +11,7 @@ let repo: FixtureRepository
 let backend: BackendProcess
 
 const call = (version: number, deadlineMs = 5_000) => ({
-  model: 'credit-risk', version, request: creditRequest(2) as never, requestId: 'edge-test-1', deadlineMs,
+  model: 'credit-risk', version, request: creditRequest(2) as never, requestId: 'edge-test-1', deadlineAt: Date.now() + deadlineMs,
 })
 
 beforeAll(async () => {
@@ -52,7 +52,7 @@ describe('HttpTransport against the real backend', () => {
   it('passes the deadline to the backend, whose queue answers 504 when it expires', async () => {
     const transport = new HttpTransport({ baseUrl: backend.url })
     const request = { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32' as const, data: [1, 2, 3, 4] }] }
-    const error = await transport.infer({ model: 'parked', version: 1, request, requestId: 'edge-test-3', deadlineMs: 200 }).catch((e: unknown) => e)
+    const error = await transport.infer({ model: 'parked', version: 1, request, requestId: 'edge-test-3', deadlineAt: Date.now() + 200 }).catch((e: unknown) => e)
     expect((error as Problem).status).toBe(504)
   })
 

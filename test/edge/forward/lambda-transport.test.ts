@@ -20,7 +20,7 @@ const transportFor = (endpointUrl: string, functionName = FUNCTION) =>
   new LambdaTransport({ functionName, region: 'eu-west-1', credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' }, endpoint: endpointUrl })
 
 const call = (version: number, request: Record<string, unknown> = creditRequest(2, 0, { id: 'lambda-transport-1' }), deadlineMs = 10_000) => ({
-  model: 'credit-risk', version, request: request as never, requestId: 'lambda-transport-1', deadlineMs,
+  model: 'credit-risk', version, request: request as never, requestId: 'lambda-transport-1', deadlineAt: Date.now() + deadlineMs,
 })
 
 const failure = (promise: Promise<unknown>) => promise.then(() => { throw new Error('expected a refusal') }, (e: unknown) => e as Problem)
