@@ -75,11 +75,29 @@ export const sliceRows = (tensor: HostTensor, start: number, count: number): Hos
   return { datatype: tensor.datatype, dims: [count, ...tensor.dims.slice(1)], data }
 }
 
-/** JSON-ready values of a tensor (64-bit integers as numbers, booleans as booleans). */
+/** Largest finite IEEE 754 half-precision value. */
+export const FP16_MAX = 65_504
+
+// FP16 tensors hold the half-precision bit patterns (what onnxruntime-node reads and writes);
+// the runtime's Float16Array does the rounding (to nearest, ties to even) both ways.
+const halfScratch = new Float16Array(1)
+const halfScratchBits = new Uint16Array(halfScratch.buffer)
+
+/** The half-precision bits of `value`, rounded to the nearest representable half. */
+export const toHalfBits = (value: number): number => {
+  halfScratch[0] = value
+  return halfScratchBits[0]
+}
+
+/** The numbers that half-precision bit patterns stand for. */
+export const fromHalfBits = (bits: Uint16Array): number[] => Array.from(new Float16Array(bits.buffer, bits.byteOffset, bits.length))
+
+/** JSON-ready values of a tensor (64-bit integers as numbers, booleans as booleans, FP16 as the numbers its bits stand for). */
 export const toJsonData = (tensor: HostTensor): Array<number | boolean | string> => {
   const { data, datatype } = tensor
   if (Array.isArray(data)) return data
   if (datatype === 'BOOL') return Array.from(data as Uint8Array, (v) => v !== 0)
+  if (datatype === 'FP16') return fromHalfBits(data as Uint16Array)
   if (data instanceof BigInt64Array || data instanceof BigUint64Array) return Array.from(data, Number)
   return Array.from(data as Float32Array)
 }

@@ -11,6 +11,10 @@ import { DATATYPE_OF_ORT, ORT_TYPES, type HostTensor, type TensorMap, type Tenso
 // event loop stays free only if inference happens here.
 const port = parentPort
 if (!port) throw new Error('worker.ts must run in a worker thread')
+
+// onnxruntime-common turns float16 data into a Float16Array wherever the runtime has one, and
+// onnxruntime-node's binding cannot read that type; without it, FP16 tensors cross as their bits.
+Reflect.deleteProperty(globalThis, 'Float16Array')
 const reply = (message: WorkerReply) => port.postMessage(message)
 
 // CUDA's provider library is installed only by the GPU image (`--onnxruntime-node-install=cuda12`);

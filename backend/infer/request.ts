@@ -1,6 +1,6 @@
 import { FLOAT_DATATYPES, INTEGER_RANGES, type Datatype } from '../../shared/datatypes.ts'
 import { badRequest } from '../errors.ts'
-import { allocate, type TensorMap, type TensorValues } from '../executor/tensor.ts'
+import { FP16_MAX, allocate, toHalfBits, type TensorMap, type TensorValues } from '../executor/tensor.ts'
 import type { ModelConfig, TensorConfig } from '../repository/model-config.ts'
 
 /** An infer request checked against its model and converted to tensors. */
@@ -60,9 +60,10 @@ const element = (v: unknown, datatype: Datatype, allowNonFinite: boolean): numbe
     if (typeof v === 'number') {
       if (!Number.isFinite(v) && !allowNonFinite) return new Invalid('a finite number (a literal this large overflows to Infinity)')
       if (datatype === 'FP32' && Number.isFinite(v) && Math.abs(v) > FP32_MAX) return new Invalid(`a number within FP32 range (±${FP32_MAX})`)
+      if (datatype === 'FP16') return Number.isFinite(v) && Math.abs(v) > FP16_MAX ? new Invalid(`a number within FP16 range (±${FP16_MAX})`) : toHalfBits(v)
       return v
     }
-    if (allowNonFinite && typeof v === 'string' && Object.hasOwn(NON_FINITE, v)) return NON_FINITE[v]
+    if (allowNonFinite && typeof v === 'string' && Object.hasOwn(NON_FINITE, v)) return datatype === 'FP16' ? toHalfBits(NON_FINITE[v]) : NON_FINITE[v]
     return new Invalid(allowNonFinite ? 'a number, "NaN", "Infinity" or "-Infinity"' : 'a finite number')
   }
   const range = INTEGER_RANGES[datatype]
