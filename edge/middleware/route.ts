@@ -43,8 +43,8 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     } else {
       const entity = c.get('predict')?.entity
       const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-      const assignment = assignArm(rollout, key)
-      const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, key) ? rollout.shadow.version : undefined
+      const assignment = assignArm(rollout, name, key)
+      const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, name, key) ? rollout.shadow.version : undefined
       c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     }
     await next()

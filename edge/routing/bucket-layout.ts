@@ -1,4 +1,5 @@
 import { BUCKETS, stickyHash } from '../../shared/sticky-hash.ts'
+import { randomHex } from '../random-ids.ts'
 import type { Arm, Rollout } from './rollout.ts'
 
 /** Most arms a rollout may have: the layout names each bucket's arm with one digit. */
@@ -42,8 +43,11 @@ export const ownersOf = (rollout: Rollout): Uint8Array => {
 /** Stands for the arms a layout no longer has (and for nobody, before a first layout). */
 const GONE = MAX_ARMS
 
-/** Each bucket's place in the order an arm takes buckets in. */
-const takingOrder = (arm: Arm): Uint32Array => Uint32Array.from({ length: BUCKETS }, (_, bucket) => stickyHash(arm.variant, String(bucket)))
+/** Each bucket's place in the order an arm takes buckets in: the canary's own, by its seed. */
+const takingOrder = (rollout: Rollout, arm: Arm): Uint32Array => {
+  const seed = (rollout.canary?.variant === arm.variant && rollout.canary.seed) || arm.variant
+  return Uint32Array.from({ length: BUCKETS }, (_, bucket) => stickyHash(seed, String(bucket)))
+}
 
 /**
  * The owners after a change of weights: `previous`'s owners carried over by variant, then
@@ -64,7 +68,7 @@ const transfer = (rollout: Rollout, previous: Rollout | undefined): Uint8Array =
     for (const giver of [GONE, ...rollout.arms.keys()]) {
       const count = Math.min(wanted[taker] - held[taker], spare(giver))
       if (count <= 0) continue
-      const rank = (order ??= takingOrder(arm))
+      const rank = (order ??= takingOrder(rollout, arm))
       const given: number[] = []
       owners.forEach((owner, bucket) => owner === giver && given.push(bucket))
       for (const bucket of given.sort((a, b) => rank[a] - rank[b]).slice(0, count)) owners[bucket] = taker
@@ -75,9 +79,21 @@ const transfer = (rollout: Rollout, previous: Rollout | undefined): Uint8Array =
   return owners
 }
 
+/** The seed of `previous`'s canary if `next` runs the same one on: same arms, same version. */
+const continuedSeed = (next: Rollout, previous: Rollout | undefined): string | undefined => {
+  const before = previous?.canary
+  const after = next.canary
+  if (!previous || !before || !after || before.variant !== after.variant || before.baseline_variant !== after.baseline_variant) return undefined
+  const versionOf = (rollout: Rollout) => rollout.arms.find((a) => a.variant === after.variant)?.version
+  return versionOf(previous) === versionOf(next) ? before.seed : undefined
+}
+
 /**
  * `next` with a bucket layout: its own if it has one, else derived from `previous` (the rollout
  * it replaces), so a weight change moves only the users it must, between the arms it involves.
+ * A canary that starts without a seed gets a new one; one that runs on keeps its own.
  */
-export const withLayout = (next: Rollout, previous: Rollout | undefined): Rollout =>
-  next.layout === undefined ? { ...next, layout: encodeLayout(transfer(next, previous)) } : next
+export const withLayout = (next: Rollout, previous: Rollout | undefined): Rollout => {
+  const seeded = next.canary && next.canary.seed === undefined ? { ...next, canary: { ...next.canary, seed: continuedSeed(next, previous) ?? randomHex(8) } } : next
+  return seeded.layout === undefined ? { ...seeded, layout: encodeLayout(transfer(seeded, previous)) } : seeded
+}

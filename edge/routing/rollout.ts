@@ -22,6 +22,11 @@ const canarySchema = z.strictObject({
   clean_streak: z.number().int().nonnegative().default(0),
   /** Reason of the newest recorded hold or alert, so a repeat of it is neither recorded nor posted. */
   last_reason: z.string().max(500).optional(),
+  /**
+   * Orders the baseline's buckets the canary takes as it grows. Chosen at random when the
+   * canary starts (and kept while it runs), so successive canaries take different users.
+   */
+  seed: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
 })
 
 export type Canary = z.infer<typeof canarySchema>
@@ -34,7 +39,7 @@ const LAYOUT = new RegExp(`^[0-${MAX_ARMS - 1}]{${BUCKETS}}$`)
  */
 export const rolloutSchema = z
   .strictObject({
-    /** Salt of the sticky hash: changing it reshuffles every user. */
+    /** Salt of the sticky hash, beside the model's name: changing it reshuffles every user. */
     salt: z.string().min(1).max(64),
     arms: z
       .array(z.strictObject({
@@ -101,9 +106,12 @@ export interface Assignment {
   shadow?: number
 }
 
-/** The arm a sticky key lands in: the owner of its bucket in the rollout's layout. */
-export const assignArm = (rollout: Rollout, key: string): Assignment => {
-  const arm = rollout.arms[ownersOf(rollout)[stickyBucket(rollout.salt, key)]]
+/**
+ * The arm a sticky key lands in: the owner of its bucket in the rollout's layout. The model is
+ * hashed too, so models sharing a salt still put independent users in each arm.
+ */
+export const assignArm = (rollout: Rollout, model: string, key: string): Assignment => {
+  const arm = rollout.arms[ownersOf(rollout)[stickyBucket(model, rollout.salt, key)]]
   return { variant: arm.variant, version: arm.version, by: 'sticky' }
 }
 
@@ -111,8 +119,8 @@ export const assignArm = (rollout: Rollout, key: string): Assignment => {
 export const pinnable = (rollout: Rollout): Set<number> => new Set([...rollout.pinnable, ...rollout.arms.map((a) => a.version)])
 
 /** Whether this request also goes to the shadow version (decided on the same sticky key). */
-export const inShadow = (rollout: Rollout, key: string): boolean =>
-  rollout.shadow !== undefined && stickyBucket(`${rollout.salt}:shadow`, key) < (rollout.shadow.percent / 100) * BUCKETS
+export const inShadow = (rollout: Rollout, model: string, key: string): boolean =>
+  rollout.shadow !== undefined && stickyBucket(model, `${rollout.salt}:shadow`, key) < (rollout.shadow.percent / 100) * BUCKETS
 
 export type Arm = Rollout['arms'][number]
 

@@ -17,6 +17,13 @@ describe('stickyBucket', () => {
     for (const n of deciles) expect(Math.abs(n - 10_000)).toBeLessThan(450)
   })
 
+  it('hashes its parts joined by NUL, as offline analysis computes it', () => {
+    expect(stickyBucket('exp-1', 'user-1')).toBe(1348)
+    expect(stickyBucket('credit-risk', 'exp-1', 'user-1')).toBe(4622)
+    expect(stickyBucket('credit-risk', 'exp-1', 'user-1')).toBe(stickyBucket('credit-risk\u0000exp-1', 'user-1'))
+    expect(stickyBucket('fraud', 'exp-1', 'user-1')).toBe(783)
+  })
+
   it('reshuffles users when the salt changes', () => {
     let same = 0
     for (let i = 0; i < 10_000; i++) if (Math.floor(stickyBucket('a', `u${i}`) / 5000) === Math.floor(stickyBucket('b', `u${i}`) / 5000)) same++

@@ -14,9 +14,9 @@ const after = (rollout: Rollout, canary = window(3)) => {
 
 describe('nextRollout', () => {
   it('steps the canary against its baseline and starts the step afresh', () => {
-    const next = after(canaryRollout(1, { clean_streak: 2, critical_streak: 0, last_reason: 'dwelling at 1% for 10 min' }))!
+    const next = after(canaryRollout(1, { clean_streak: 2, critical_streak: 0, last_reason: 'dwelling at 1% for 10 min', seed: 'started-with' }))!
     expect(next.arms).toEqual([{ variant: 'stable', version: 2, weight: 95 }, { variant: 'canary', version: 3, weight: 5 }])
-    expect(next.canary).toEqual({ variant: 'canary', baseline_variant: 'stable', step_started_at: NOW, critical_streak: 0, clean_streak: 0 })
+    expect(next.canary).toEqual({ variant: 'canary', baseline_variant: 'stable', step_started_at: NOW, critical_streak: 0, clean_streak: 0, seed: 'started-with' })
     expect(rolloutSchema.parse(next)).toEqual(next)
   })
 

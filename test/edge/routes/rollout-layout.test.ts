@@ -69,6 +69,7 @@ describe('the stored bucket layout', () => {
   it('is derived by the PUT, shown by GET, and accepted back unchanged without moving anyone', async () => {
     const stored = await put(abWithCanary)
     expect(stored.layout).toMatch(/^[0-2]{10000}$/)
+    expect(stored.canary?.seed).toMatch(/^[0-9a-f]{16}$/)
     const shown = ((await (await request('GET')).json()) as { rollout: Rollout }).rollout
     expect(shown).toEqual(stored)
     expect(moves(armsOf(stored), armsOf(await put({ ...shown, pinnable: [1] })))).toEqual({})

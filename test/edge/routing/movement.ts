@@ -4,8 +4,8 @@ import { assignArm, type Rollout } from '../../../edge/routing/rollout.ts'
 /** The synthetic users every movement property is checked over. */
 export const IDS: readonly string[] = Array.from({ length: 100_000 }, (_, i) => `user-${i}`)
 
-/** Each user's arm under a rollout, in `IDS` order. */
-export const armsOf = (rollout: Rollout): string[] => IDS.map((id) => assignArm(rollout, id).variant)
+/** Each user's arm under a model's rollout, in `IDS` order. */
+export const armsOf = (rollout: Rollout, model = 'credit-risk'): string[] => IDS.map((id) => assignArm(rollout, model, id).variant)
 
 /** Users who changed arm, counted per `from→to`; an empty object when nobody moved. */
 export const moves = (before: readonly string[], after: readonly string[]): Record<string, number> => {

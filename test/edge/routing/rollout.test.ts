@@ -16,8 +16,8 @@ describe('sticky arm assignment', () => {
   it('puts 10,000 synthetic users into arms within ±1.5 points of the weights, each always in the same arm', () => {
     const counts: Record<string, number> = {}
     for (let i = 0; i < 10_000; i++) {
-      const first = assignArm(rollout, `user-${i}`)
-      for (let again = 0; again < 3; again++) expect(assignArm(rollout, `user-${i}`)).toEqual(first)
+      const first = assignArm(rollout, 'credit-risk', `user-${i}`)
+      for (let again = 0; again < 3; again++) expect(assignArm(rollout, 'credit-risk', `user-${i}`)).toEqual(first)
       counts[first.variant] = (counts[first.variant] ?? 0) + 1
     }
     expect(Math.abs(counts.stable / 100 - 70)).toBeLessThanOrEqual(1.5)
@@ -30,8 +30,8 @@ describe('sticky arm assignment', () => {
     let movedToCanaryFromElsewhere = 0
     let leftCanary = 0
     for (let i = 0; i < 10_000; i++) {
-      const before = assignArm(rollout, `u${i}`).variant
-      const after = assignArm(grown, `u${i}`).variant
+      const before = assignArm(rollout, 'credit-risk', `u${i}`).variant
+      const after = assignArm(grown, 'credit-risk', `u${i}`).variant
       if (before === 'canary' && after !== 'canary') leftCanary++
       if (before !== 'canary' && after === 'canary') movedToCanaryFromElsewhere++
     }
@@ -41,7 +41,7 @@ describe('sticky arm assignment', () => {
 
   it('gives a zero-weight arm nobody', () => {
     const off = rolloutSchema.parse({ salt: 's', arms: [{ variant: 'stable', version: 1, weight: 100 }, { variant: 'canary', version: 2, weight: 0 }] })
-    for (let i = 0; i < 2_000; i++) expect(assignArm(off, `u${i}`).variant).toBe('stable')
+    for (let i = 0; i < 2_000; i++) expect(assignArm(off, 'credit-risk', `u${i}`).variant).toBe('stable')
   })
 
   it('allows pins to listed versions and every arm version', () => {
@@ -51,8 +51,8 @@ describe('sticky arm assignment', () => {
   it('sends about the shadow percentage to the shadow version, stably', () => {
     let shadowed = 0
     for (let i = 0; i < 10_000; i++) {
-      const s = inShadow(rollout, `u${i}`)
-      expect(inShadow(rollout, `u${i}`)).toBe(s)
+      const s = inShadow(rollout, 'credit-risk', `u${i}`)
+      expect(inShadow(rollout, 'credit-risk', `u${i}`)).toBe(s)
       if (s) shadowed++
     }
     expect(Math.abs(shadowed / 100 - 10)).toBeLessThanOrEqual(1.5)
