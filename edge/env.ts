@@ -65,6 +65,8 @@ export interface PredictInput {
 
 export interface Variables {
   requestId: string
+  /** When the first stage saw the request (epoch ms): deadlines and Server-Timing count from here. */
+  receivedAt: number
   /** The traceparent the edge sends onward: the caller's trace id, the edge's span id. */
   traceparent: string
   /** OpenTelemetry context of the request span; stage spans are its children. */

@@ -8,9 +8,10 @@ export interface RequestIdOptions {
   accept?: RegExp
 }
 
-/** Gives every request an id, echoed in `X-Request-Id` and in every problem body. */
+/** Gives every request an id, echoed in `X-Request-Id` and in every problem body, and notes when it arrived. */
 export const requestId = ({ accept = /^[A-Za-z0-9._:-]{8,128}$/ }: RequestIdOptions = {}): MiddlewareHandler<AppEnv> =>
   async function requestId(c, next) {
+    c.set('receivedAt', Date.now())
     const incoming = c.req.header(HEADERS.requestId)
     const id = incoming !== undefined && accept.test(incoming) ? incoming : randomUuid()
     c.set('requestId', id)

@@ -21,7 +21,7 @@ export interface InferHandlerOptions {
  */
 export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferHandlerOptions) =>
   async function infer(c: Context<AppEnv>) {
-    const started = Date.now()
+    const receivedAt = c.get('receivedAt')
     const body: unknown = await jsonBody(c)
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
       throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
@@ -33,7 +33,7 @@ export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlin
       version,
       request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
       requestId: c.get('requestId'),
-      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), started, defaultDeadlineMs, maxDeadlineMs),
+      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), receivedAt, defaultDeadlineMs, maxDeadlineMs),
       traceparent: c.get('traceparent'),
     })
     return c.json(response)

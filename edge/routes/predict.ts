@@ -80,7 +80,7 @@ const compareWithShadow = async (transport: Transport, call: InferCall, served: 
  */
 export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: PredictHandlerOptions) =>
   async function predict(c: Context<AppEnv>) {
-    const started = Date.now()
+    const receivedAt = c.get('receivedAt')
     const model = c.get('model')
     const { version, variant } = c.get('assignment')
     const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
@@ -96,8 +96,8 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
       inputs: [{ name: model.spec.input, shape: [unique.length, width], datatype: 'FP32', data }],
       outputs: [{ name: model.postprocess.output }],
     }
-    // Counted from when the route started, the earliest moment this request is known here.
-    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), started, defaultDeadlineMs, maxDeadlineMs)
+    // Counted from arrival: time spent in auth, limits, enrichment and a cold catalog is the client's too.
+    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), receivedAt, defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
     const response = await transport(c).infer({
       model: model.name, version, request, requestId: c.get('requestId'), deadlineAt: deadline, traceparent: c.get('traceparent'),
@@ -111,7 +111,7 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     const { shadow } = c.get('assignment')
     if (shadow !== undefined) {
       // The client has its answer: the shadow gets a budget as long as the client's, from now.
-      const shadowDeadline = Date.now() + (deadline - started)
+      const shadowDeadline = Date.now() + (deadline - receivedAt)
       const call = { model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'), deadlineAt: shadowDeadline, traceparent: c.get('traceparent'), shadow: true }
       inBackground(c, compareWithShadow(transport(c), call, rows, model, version))
     }
@@ -124,6 +124,6 @@ export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadl
     })
     // On the built response: more than one header through c.json() costs a Headers copy (~10 µs in Node).
     res.headers.set('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')
-    res.headers.set(HEADERS.serverTiming, `edge;dur=${Date.now() - started - backendMs}, backend;dur=${backendMs}`)
+    res.headers.set(HEADERS.serverTiming, `edge;dur=${Date.now() - receivedAt - backendMs}, backend;dur=${backendMs}`)
     return res
   }
