@@ -44,8 +44,8 @@ const DEFAULT_HISTORY_LIMIT = 100
 
 /**
  * `GET|PUT /v1/models/{model}/rollout` (mounted behind the `admin` scope): the weights, pins and
- * shadow of a model. PUT replaces the whole state atomically; with `If-Match` it fails (412)
- * if someone changed it since that revision was read. A rollout with a `canary` hands that arm
+ * shadow of a model. PUT replaces the whole state atomically and needs `If-Match` with the ETag
+ * of the revision it replaces (428 without); it fails (412) if someone changed it since. A rollout with a `canary` hands that arm
  * to the controller. `GET .../rollout/history` lists the controller's decisions and the PUTs,
  * newest first (`?limit=`, default 100, at most 500).
  */
@@ -60,6 +60,12 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       return c.json({ model: model.name, revision, source: stored ? 'stored' : 'default', rollout: stored?.rollout ?? defaultRollout(model) })
     })
     .put('/v1/models/:model/rollout', async (c) => {
+      const ifMatch = c.req.header('if-match')
+      // Without it a PUT would replace whatever revision it happened to read, another admin's
+      // or the controller's change of a moment ago included.
+      if (ifMatch === undefined) {
+        throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
+      }
       const { catalog, rollouts } = services(c)
       const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
       const body: unknown = await jsonBody(c)
@@ -70,10 +76,10 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       }
       const unknown = unknownVersions(parsed.data, model)
       if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
-      const ifMatch = c.req.header('if-match')
       const stored = await rollouts.get(model.name, { fresh: true })
       const current = stored?.revision ?? 0
-      const expected = ifMatch === undefined ? current : Number(/^"r(\d+)"$/.exec(ifMatch.trim())?.[1] ?? Number.NaN)
+      // "*" (any revision) is not taken: it is the blind overwrite that If-Match is required to prevent.
+      const expected = Number(/^"r(\d+)"$/.exec(ifMatch.trim())?.[1] ?? Number.NaN)
       if (!Number.isInteger(expected)) throw new Problem(400, 'Bad Request', `If-Match must be an ETag from GET, like "r${current}"`)
       const conflict = () => new Problem(412, 'Precondition Failed', `the rollout changed since revision ${expected}; read it again and retry`, { slug: 'rollout-conflict' })
       // The layout is derived from the revision it replaces, so that one must be the one just read.

@@ -71,7 +71,7 @@ const main = async () => {
     const current = await edge(`/v1/models/${MODEL}/rollout`)
     const put = await edge(`/v1/models/${MODEL}/rollout`, {
       method: 'PUT',
-      headers: { 'if-match': current.headers.get('etag') ?? '*' },
+      headers: { 'if-match': current.headers.get('etag')! },
       body: JSON.stringify(canaryRollout(stable, candidate)),
     })
     if (put.status !== 200) throw new Error(`starting the canary answered ${put.status}: ${await put.text()}`)

@@ -39,7 +39,7 @@ const traffic = (version: number, rows: number, edit?: (a: Applicant) => Applica
 
 const putRollout = async (rollout: unknown) => {
   const current = await edge(`/v1/models/${MODEL}/rollout`)
-  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag') ?? '*' }, body: JSON.stringify(rollout) })
+  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
   expect(res.status, await res.clone().text()).toBe(200)
 }
 

@@ -37,13 +37,15 @@ const workerWith = (monitorSource?: FakeMonitorSource) => {
   const worker = createWorker({ keys, services: () => services, log: () => {}, scheduledLog: (line) => void lines.push(line), webhook: { sleep: async () => {} } })
   const background: Promise<unknown>[] = []
   const ctx = { waitUntil: (p: Promise<unknown>) => void background.push(p), passThroughOnException: () => {}, props: {} }
-  const request = (env: Bindings, method: string, path: string, body?: unknown) =>
-    worker.fetch(new Request(`${PATH}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }), env, ctx)
+  const request = (env: Bindings, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    worker.fetch(new Request(`${PATH}${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) }), env, ctx)
   const logged = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>)
   return { worker, ctx, background, request, logged, services }
 }
 
 const startCanary = { salt: 'exp', arms: [{ variant: 'stable', version: 1, weight: 95 }, { variant: 'canary', version: 2, weight: 5 }], canary: { variant: 'canary', baseline_variant: 'stable' } }
+// Each worker starts with no rollout stored: the PUT replaces revision 0.
+const firstRevision = { 'if-match': '"r0"' }
 const tick = { cron: '* * * * *', scheduledTime: Date.UTC(2026, 0, 1) }
 
 describe('scheduled()', () => {
@@ -56,7 +58,7 @@ describe('scheduled()', () => {
   it('drives the canary the admin API started, records the decision and posts it in the background', async () => {
     const env = { BACKEND_URL: 'in-process', ALERT_WEBHOOK_URL: receiver.url }
     const { worker, ctx, background, request, logged } = workerWith(new FakeMonitorSource((version) => window(version, { nan_outputs: version === 2 ? 3 : 0 })))
-    expect((await request(env, 'PUT', '', startCanary)).status).toBe(200)
+    expect((await request(env, 'PUT', '', startCanary, firstRevision)).status).toBe(200)
     await worker.scheduled(tick, env, ctx)
     expect(logged()).toContainEqual(expect.objectContaining({ msg: 'rollout controller', model: 'credit-risk', outcome: 'applied', action: 'rollback' }))
     expect(await Promise.all(background)).toEqual([true])
@@ -71,7 +73,7 @@ describe('scheduled()', () => {
   it('finishes the tick when the webhook cannot be reached; the delivery gives up on its own', async () => {
     const env = { BACKEND_URL: 'in-process', ALERT_WEBHOOK_URL: `http://127.0.0.1:${await freePort()}` }
     const { worker, ctx, background, request, services, logged } = workerWith(new FakeMonitorSource((version) => window(version, { nan_outputs: version === 2 ? 1 : 0 })))
-    await request(env, 'PUT', '', startCanary)
+    await request(env, 'PUT', '', startCanary, firstRevision)
     await expect(worker.scheduled(tick, env, ctx)).resolves.toBeUndefined()
     expect((await services.rollouts.get('credit-risk'))?.rollout.canary).toBeUndefined()
     expect(await Promise.all(background)).toEqual([false])
@@ -81,7 +83,7 @@ describe('scheduled()', () => {
   it('refuses to run on a bad CONTROLLER_* var, logging it, without throwing', async () => {
     const env = { BACKEND_URL: 'in-process', CONTROLLER_STEPS: '1,5' }
     const { worker, ctx, logged, request, services } = workerWith(new FakeMonitorSource((version) => window(version, { nan_outputs: 1 })))
-    await request(env, 'PUT', '', startCanary)
+    await request(env, 'PUT', '', startCanary, firstRevision)
     await worker.scheduled(tick, env, ctx)
     expect(logged()).toEqual([expect.objectContaining({ level: 'error', msg: 'scheduled tick failed', error: expect.stringContaining('CONTROLLER_STEPS') })])
     expect((await services.rollouts.get('credit-risk'))?.rollout.canary).toBeDefined()

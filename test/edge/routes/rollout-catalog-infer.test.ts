@@ -48,10 +48,10 @@ describe('rollout API', () => {
   })
 
   it('refuses invalid rollouts with field errors', async () => {
-    const bad = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, { salt: 's', arms: [{ variant: 'a', version: 2, weight: 60 }] })
+    const bad = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, { salt: 's', arms: [{ variant: 'a', version: 2, weight: 60 }] }, { 'if-match': '"r0"' })
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ errors: [{ path: 'arms', message: 'weights sum to 60, not 100' }] })
-    const unserved = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, { salt: 's', arms: [{ variant: 'a', version: 7, weight: 100 }] })
+    const unserved = await call('PUT', '/v1/models/credit-risk/rollout', keys.admin, { salt: 's', arms: [{ variant: 'a', version: 7, weight: 100 }] }, { 'if-match': '"r0"' })
     expect(await unserved.json()).toMatchObject({ status: 400, errors: [{ path: 'arms[0].version' }] })
   })
 

@@ -17,12 +17,15 @@ const rollouts = new MemoryRolloutStore()
 const history = new MemoryHistoryStore()
 let app: ReturnType<typeof createApp>
 
-const call = (method: string, path: string, key?: string, body?: unknown) =>
+const call = (method: string, path: string, key?: string, body?: unknown, headers: Record<string, string> = {}) =>
   app.request(path, {
     method,
     body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
   }, env)
+
+/** A PUT replacing the revision stored now. */
+const put = async (body: unknown) => call('PUT', PATH, keys.admin, body, { 'if-match': (await call('GET', PATH, keys.admin)).headers.get('etag')! })
 
 const entries = async (query = '') => ((await (await call('GET', `${PATH}/history${query}`, keys.admin)).json()) as { entries: HistoryEntry[] }).entries
 
@@ -48,7 +51,7 @@ const canaryStart = {
 describe('starting a canary through the rollout API', () => {
   it('accepts a canary at weight 1, starting its step now with empty streaks', async () => {
     const before = Date.now()
-    const res = await call('PUT', PATH, keys.admin, canaryStart)
+    const res = await put(canaryStart)
     expect(res.status).toBe(200)
     const { rollout } = (await res.json()) as { rollout: { canary: { step_started_at: number } } }
     expect(rollout.canary).toMatchObject({ variant: 'canary', baseline_variant: 'stable', critical_streak: 0, clean_streak: 0 })
@@ -56,7 +59,7 @@ describe('starting a canary through the rollout API', () => {
   })
 
   it('refuses a canary naming an arm that does not exist, with the field', async () => {
-    const res = await call('PUT', PATH, keys.admin, { ...canaryStart, canary: { variant: 'canary', baseline_variant: 'stabel' } })
+    const res = await put({ ...canaryStart, canary: { variant: 'canary', baseline_variant: 'stabel' } })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ errors: [{ path: 'canary.baseline_variant', message: 'no arm is named "stabel"' }] })
   })
@@ -71,7 +74,7 @@ describe('GET /v1/models/{model}/rollout/history', () => {
   it('lists manual changes and controller decisions newest first, with who, what, why and when', async () => {
     const controller = createController({ rollouts, history, source: new FakeMonitorSource((version) => window(version, { nan_outputs: version === 2 ? 1 : 0 })), models: async () => ['credit-risk'], log: () => {} })
     expect(await controller.tick()).toMatchObject([{ outcome: 'applied', decision: { action: 'rollback' } }])
-    expect((await call('PUT', PATH, keys.admin, { salt: 'exp', arms: [{ variant: 'stable', version: 2, weight: 100 }] })).status).toBe(200)
+    expect((await put({ salt: 'exp', arms: [{ variant: 'stable', version: 2, weight: 100 }] })).status).toBe(200)
 
     const listed = await entries()
     expect(listed.map((e) => [e.actor, e.action, e.from_weight, e.to_weight, e.reason])).toEqual([

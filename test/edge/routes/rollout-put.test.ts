@@ -23,14 +23,18 @@ beforeAll(async () => {
   })
 })
 
-const request = async (method: 'GET' | 'PUT', body?: unknown) => {
-  const current = method === 'PUT' ? (await app.request(PATH, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag') : null
-  return app.request(PATH, {
+const send = (method: 'GET' | 'PUT', body?: unknown, headers: Record<string, string> = {}) =>
+  app.request(PATH, {
     method,
     body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, ...(current ? { 'if-match': current } : {}) },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, ...headers },
   })
-}
+
+const revision = async () => ((await (await send('GET')).json()) as { revision: number }).revision
+
+/** A GET, or a PUT with If-Match set to the ETag a GET just gave. */
+const request = async (method: 'GET' | 'PUT', body?: unknown) =>
+  send(method, body, method === 'PUT' ? { 'if-match': (await send('GET')).headers.get('etag')! } : {})
 
 /** PUTs a rollout (with the current ETag) and answers what was stored. */
 const put = async (rollout: unknown): Promise<Rollout> => {
@@ -96,5 +100,27 @@ describe('the stored bucket layout', () => {
       { path: 'arms[0].weight', message: 'weights are in hundredths of a percent (one bucket each), got 33.335' },
       { path: 'arms[1].weight', message: 'weights are in hundredths of a percent (one bucket each), got 66.665' },
     ] })
+  })
+})
+
+describe('the precondition a PUT needs', () => {
+  it('is If-Match: without it the PUT is refused with 428 and a problem body, and nothing changes', async () => {
+    const before = await revision()
+    const res = await send('PUT', { salt: 'exp', arms: [stable(100)] })
+    expect(res.status).toBe(428)
+    expect(res.headers.get('content-type')).toBe('application/problem+json')
+    expect(await res.json()).toMatchObject({
+      type: 'https://edge-infer.dev/problems/if-match-required',
+      title: 'Precondition Required',
+      status: 428,
+      detail: 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET',
+    })
+    expect(await revision()).toBe(before)
+  })
+
+  it('is a revision\'s ETag: "*" (any revision) is refused', async () => {
+    const res = await send('PUT', { salt: 'exp', arms: [stable(100)] }, { 'if-match': '*' })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ detail: expect.stringMatching(/^If-Match must be an ETag from GET, like "r\d+"/) })
   })
 })
