@@ -16,6 +16,7 @@ import type { Transport } from './forward/transport.ts'
 import { UpstashRateLimiter } from './rate-limit/upstash-limiter.ts'
 import type { RateLimiter } from './rate-limit/sliding-window.ts'
 import { MemoryRolloutStore, type RolloutStore } from './routing/rollout-store.ts'
+import type { Reroutes } from './routing/reroutes.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from './routing/upstash-rollout-store.ts'
 
 /** What the pipeline talks to, built once per isolate from the worker's bindings. */
@@ -35,6 +36,8 @@ export interface EdgeServices {
   normalization?: NormalizationMetrics
   /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
   keys?: KeyStore
+  /** Requests routed off arms whose version is not served; isolate-local, made on first use. */
+  reroutes?: Reroutes
 }
 
 /**

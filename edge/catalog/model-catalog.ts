@@ -40,9 +40,10 @@ export class ModelCatalog {
     this.now = now
   }
 
-  describe(model: string, requestId: string): Promise<ModelDescription> {
+  /** `fresh` fetches now (and caches that): for a writer that must check what the backend serves at this moment. */
+  describe(model: string, requestId: string, { fresh = false }: { fresh?: boolean } = {}): Promise<ModelDescription> {
     const cached = this.cache.get(model)
-    if (cached && this.now() - cached.at < this.ttlMs) return cached.value
+    if (!fresh && cached && this.now() - cached.at < this.ttlMs) return cached.value
     const value = this.fetch(model, requestId)
     this.cache.set(model, { at: this.now(), value })
     // A failed fetch must not be cached: the next request asks again.

@@ -1,16 +1,28 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
-import type { ModelCatalog } from '../catalog/model-catalog.ts'
+import type { ModelCatalog, ModelDescription } from '../catalog/model-catalog.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
-import { assignArm, inShadow, pinnable } from '../routing/rollout.ts'
+import { reroutesOf, type Reroutes } from '../routing/reroutes.ts'
+import { assignArm, inShadow, pinnable, standInFor, type Assignment, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 
 export interface RouteOptions {
   /** The catalog and rollout state for this request's isolate. */
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore }
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; reroutes?: Reroutes }
   /** Header carrying the sticky key when the request names no entity. */
   experimentHeader?: string
+}
+
+/**
+ * A sticky assignment to a version the backend no longer serves (a rollout can outlive its
+ * versions) goes to the arm standing in for it instead, counted and logged once per revision.
+ */
+const servedAssignment = (sticky: Assignment, rollout: Rollout, revision: number, model: ModelDescription, reroutes: Reroutes): Assignment => {
+  if (model.versions.includes(sticky.version)) return sticky
+  const standIn = standInFor(rollout, sticky.variant, model.versions) ?? defaultRollout(model).arms[0]
+  reroutes.record(model.name, revision, sticky, standIn, model.versions)
+  return { variant: standIn.variant, version: standIn.version, by: 'sticky' }
 }
 
 /**
@@ -20,7 +32,8 @@ export interface RouteOptions {
  */
 export const route = ({ services, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
   async function route(c, next) {
-    const { catalog, rollouts } = services(c)
+    const isolate = services(c)
+    const { catalog, rollouts } = isolate
     const name = c.req.param('model') ?? ''
     const model = await catalog.describe(name, c.get('requestId'))
     c.set('model', model)
@@ -43,7 +56,7 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     } else {
       const entity = c.get('predict')?.entity
       const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-      const assignment = assignArm(rollout, name, key)
+      const assignment = servedAssignment(assignArm(rollout, name, key), rollout, stored?.revision ?? 0, model, reroutesOf(isolate))
       const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, name, key) ? rollout.shadow.version : undefined
       c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     }

@@ -4,6 +4,7 @@ import { HISTORY_CAP, historyOf, type HistoryEntry, type HistoryStore } from '..
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'
 import { withLayout } from '../routing/bucket-layout.ts'
+import { reroutesOf, type Reroutes } from '../routing/reroutes.ts'
 import { rolloutSchema, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
 import { randomUuid } from '../random-ids.ts'
@@ -11,7 +12,7 @@ import { formatPath, isRecord } from '../validation/format.ts'
 import { jsonBody } from '../body/json-body.ts'
 
 export interface RolloutRoutesOptions {
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore }
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore; reroutes?: Reroutes }
 }
 
 const etag = (revision: number) => `"r${revision}"`
@@ -57,7 +58,14 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       const stored = await rollouts.get(model.name)
       const revision = stored?.revision ?? 0
       c.header('etag', etag(revision))
-      return c.json({ model: model.name, revision, source: stored ? 'stored' : 'default', rollout: stored?.rollout ?? defaultRollout(model) })
+      return c.json({
+        model: model.name,
+        revision,
+        source: stored ? 'stored' : 'default',
+        rollout: stored?.rollout ?? defaultRollout(model),
+        // This isolate's requests under this revision sent off arms whose version is not served.
+        rerouted: reroutesOf(services(c)).counts(model.name, revision),
+      })
     })
     .put('/v1/models/:model/rollout', async (c) => {
       const ifMatch = c.req.header('if-match')
@@ -67,7 +75,8 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
         throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
       }
       const { catalog, rollouts } = services(c)
-      const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
+      // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
+      const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { fresh: true })
       const body: unknown = await jsonBody(c)
       const parsed = rolloutSchema.safeParse(isRecord(body) && isRecord(body.rollout) ? body.rollout : body)
       if (!parsed.success) {

@@ -115,6 +115,17 @@ export const assignArm = (rollout: Rollout, model: string, key: string): Assignm
   return { variant: arm.variant, version: arm.version, by: 'sticky' }
 }
 
+/**
+ * The arm that serves an arm's users while the backend does not serve its version: the canary's
+ * baseline for the canary, else the heaviest arm whose version is served.
+ */
+export const standInFor = (rollout: Rollout, variant: string, served: readonly number[]): Arm | undefined => {
+  const serving = (arm: Arm | undefined): arm is Arm => arm !== undefined && arm.weight > 0 && served.includes(arm.version)
+  const baseline = rollout.canary?.variant === variant ? rollout.arms.find((a) => a.variant === rollout.canary?.baseline_variant) : undefined
+  if (serving(baseline)) return baseline
+  return rollout.arms.filter(serving).reduce<Arm | undefined>((heaviest, arm) => (heaviest && heaviest.weight >= arm.weight ? heaviest : arm), undefined)
+}
+
 /** Versions a client may pin: the listed ones and every arm's. */
 export const pinnable = (rollout: Rollout): Set<number> => new Set([...rollout.pinnable, ...rollout.arms.map((a) => a.version)])
 

@@ -3,6 +3,7 @@ import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
 import { ModelCatalog } from '../../../edge/catalog/model-catalog.ts'
+import type { BackendModelMetadata } from '../../../edge/forward/transport.ts'
 import type { Rollout } from '../../../edge/routing/rollout.ts'
 import { MemoryRolloutStore } from '../../../edge/routing/rollout-store.ts'
 import { InProcessBackendStandIn } from '../../../load/edge/in-process-backend.ts'
@@ -12,10 +13,12 @@ import { armsOf, expectSharesOfWeights, expectUsersNear, moves } from '../routin
 const PATH = '/v1/models/credit-risk/rollout'
 const admin = generateApiKey('test')
 let app: ReturnType<typeof createApp>
+let metadata: BackendModelMetadata
 
 beforeAll(async () => {
   // The backend's metadata for credit-risk (versions 1 and 2) without a backend process.
-  const standIn = new InProcessBackendStandIn(await creditRiskMetadata())
+  metadata = await creditRiskMetadata()
+  const standIn = new InProcessBackendStandIn(metadata)
   app = createApp({
     keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]),
     services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
@@ -122,5 +125,20 @@ describe('the precondition a PUT needs', () => {
     const res = await send('PUT', { salt: 'exp', arms: [stable(100)] }, { 'if-match': '*' })
     expect(res.status).toBe(400)
     expect(await res.json()).toMatchObject({ detail: expect.stringMatching(/^If-Match must be an ETag from GET, like "r\d+"/) })
+  })
+})
+
+describe('the versions a PUT may name', () => {
+  it('are those the backend serves now, not those the catalog cached', async () => {
+    expect(await put({ salt: 'exp', arms: [stable(50), b(50)] })).toMatchObject({ arms: [{ version: 2 }, { version: 1 }] })
+    const served = metadata.versions
+    metadata.versions = ['2']
+    try {
+      const res = await request('PUT', { salt: 'exp', arms: [stable(50), b(50)] })
+      expect(res.status).toBe(400)
+      expect(await res.json()).toMatchObject({ errors: [{ path: 'arms[1].version', message: 'version 1 is not served (served: 2)' }] })
+    } finally {
+      metadata.versions = served
+    }
   })
 })
