@@ -44,7 +44,7 @@ export interface BatchResult {
 /** Hooks for metrics; called on the hot path, so they must be cheap. */
 export interface BatchObserver {
   batch(size: number, reason: BatchReason, computeUs: number, queueUs: readonly number[]): void
-  refused(reason: 'queue_full' | 'deadline_unmeetable' | 'expired' | 'draining'): void
+  refused(reason: 'too_many_rows' | 'queue_full' | 'deadline_unmeetable' | 'expired' | 'draining'): void
 }
 
 interface Entry {
@@ -157,6 +157,11 @@ export class Batcher {
   private admit({ rows, deadline }: BatchRequest): void {
     const { maxQueueSize } = this.options
     const rate = this.drainRate
+    // More rows than the queue can ever hold: a retry cannot cure it, so it is not a 429.
+    if (rows > maxQueueSize) {
+      this.observer.refused('too_many_rows')
+      throw new InferenceError(413, `request has ${rows} rows, more than this model version can ever queue (max_queue_size ${maxQueueSize}): send at most ${maxQueueSize} rows per request`, {}, 'too_many_rows')
+    }
     if (this.queuedRows + rows > maxQueueSize) {
       this.observer.refused('queue_full')
       const excess = this.queuedRows + rows - maxQueueSize

@@ -47,6 +47,8 @@ export const tierRefusal = (tier: string, status: number, message: string, retry
   if (status === 429 || status === 503 || status === 504) return new BackendRefusal(status, `${tier}: ${message}`, retryAfter)
   if (status === 404) return new Problem(404, 'Not Found', `${tier}: ${message}`)
   if (status === 400) return new Problem(400, 'Bad Request', `${tier}: ${message}`, { slug: 'invalid-tensor-request' })
+  // Permanent: the request is larger than the tier will ever take (no Retry-After, no fallback).
+  if (status === 413) return new Problem(413, 'Content Too Large', `${tier}: ${message}`, { slug: 'request-too-large' })
   return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
 }
 

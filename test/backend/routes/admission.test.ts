@@ -49,6 +49,15 @@ describe('admission control', () => {
     expect(res.status).toBe(504)
   })
 
+  it('refuses with a permanent 413, not a 429, a request larger than the queue could ever hold, even when idle', async () => {
+    const refused = await post<{ error: string }>(`${url}/v2/models/parked/infer`, rowsOf(17, 4))
+    expect(refused.status).toBe(413)
+    expect(refused.headers.get('retry-after')).toBeNull()
+    expect(refused.body.error).toBe('request has 17 rows, more than this model version can ever queue (max_queue_size 16): send at most 16 rows per request')
+    const metrics = await (await fetch(`${url}/metrics`)).text()
+    expect(metrics).toMatch(/edge_infer_backend_rejected_requests_total\{model="parked",reason="too_many_rows"\} 1/)
+  })
+
   it('refuses past max_queue_size with 429 and Retry-After, and still answers what it queued', async () => {
     const queued = Array.from({ length: 16 }, () => post(`${url}/v2/models/parked/infer`, rowsOf(1, 4)))
     await until(async () => (await depth('parked')) === 16)

@@ -56,6 +56,15 @@ describe('HttpTransport against the real backend', () => {
     expect((error as Problem).status).toBe(504)
   })
 
+  it('passes on a request larger than the queue could ever hold as a permanent 413, not as a 502 or a retryable refusal', async () => {
+    const transport = new HttpTransport({ baseUrl: backend.url })
+    const request = { inputs: [{ name: 'features', shape: [65, 4], datatype: 'FP32' as const, data: Array.from({ length: 260 }, () => 0.5) }] }
+    const error = (await transport.infer({ model: 'parked', version: 1, request, requestId: 'edge-test-4', deadlineAt: Date.now() + 5_000 }).catch((e: unknown) => e)) as Problem
+    expect(error).toBeInstanceOf(Problem)
+    expect([error.status, error.title, error.extra.headers?.['retry-after']]).toEqual([413, 'Content Too Large', undefined])
+    expect(error.detail).toMatch(/max_queue_size 64/)
+  })
+
   it('answers 503 when the backend is unreachable, then stops trying once the circuit opens', async () => {
     const port = await freePort()
     let attempts = 0
