@@ -1,10 +1,12 @@
 import { runAutocannon, type LoadResult } from './autocannon.ts'
 import { processCpuMicros } from './cpu.ts'
-import { measureCeiling } from './in-process.ts'
+import type { CeilingResult } from './in-process.ts'
+import type { CeilingJob } from './in-process-child.ts'
 import { meanBatchSize, scrapeBatchCounters } from './metrics.ts'
 import { cleanUp, installSignalHandlers, interrupted } from './processes.ts'
 import type { ModelResults, ServedRun } from './results.ts'
-import { assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
+import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
+import { assertAlive, primeInfer, runEntry, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { formatChecks, formatMeasurements } from './table.ts'
 import { computeBoundWorkload, creditRiskWorkload, type Workload } from './workloads.ts'
 import { positiveInt } from './env.ts'
@@ -14,7 +16,8 @@ import { positiveInt } from './env.ts'
  * machine allows (onnxruntime in-process, HTTP with no model) and what the real server does with
  * batching off and on, all in one run, and prints the ratios against the issue's targets.
  *
- * Env: BENCH_DURATION_S (default 15), BENCH_CONNECTIONS (64), BENCH_WARMUP_S (2).
+ * Env: BENCH_DURATION_S (default 15), BENCH_CONNECTIONS (64), BENCH_WARMUP_S (2),
+ * BENCH_NODES (Node binaries to run every row on, comma-separated; default the one running this).
  */
 
 interface BenchSettings {
@@ -62,12 +65,12 @@ interface ServedMeasurement extends ServedRun {
   version: string
 }
 
-/** Starts the real server, loads it, and reads the batch sizes it formed during the measured run. */
-const measureServer = async (workload: Workload, batching: 'on' | 'off', settings: BenchSettings, monitoring: 'on' | 'off' = 'on'): Promise<ServedMeasurement> => {
-  progress(`${workload.model}: server BATCHING=${batching} DRIFT_MONITORING=${monitoring}`)
+/** Starts the real server on `runtime`, loads it, and reads the batch sizes it formed during the measured run. */
+const measureServer = async (workload: Workload, runtime: Runtime, batching: 'on' | 'off', settings: BenchSettings, monitoring: 'on' | 'off' = 'on'): Promise<ServedMeasurement> => {
+  progress(`${workload.model} ${runtime.version}: server BATCHING=${batching} DRIFT_MONITORING=${monitoring}`)
   let server: ServerProcess | undefined
   try {
-    server = await startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, BATCHING: batching, DRIFT_MONITORING: monitoring })
+    server = await startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, BATCHING: batching, DRIFT_MONITORING: monitoring }, runtime.bin)
     await waitReady(server.url)
     const url = inferUrl(server.url, workload.model)
     const sampleResponse = await primeInfer(url, workload.body)
@@ -87,11 +90,11 @@ const measureServer = async (workload: Workload, batching: 'on' | 'off', setting
 }
 
 /** H: the Hono server with no model, answering with the real server's response. */
-const measureHttpCeiling = async (workload: Workload, sampleResponse: string, settings: BenchSettings): Promise<LoadResult> => {
-  progress(`${workload.model}: HTTP ceiling`)
+const measureHttpCeiling = async (workload: Workload, runtime: Runtime, sampleResponse: string, settings: BenchSettings): Promise<LoadResult> => {
+  progress(`${workload.model} ${runtime.version}: HTTP ceiling`)
   let server: ServerProcess | undefined
   try {
-    server = await startServer('load/http-ceiling.ts', { CEILING_RESPONSE: sampleResponse })
+    server = await startServer('load/http-ceiling.ts', { CEILING_RESPONSE: sampleResponse }, runtime.bin)
     await waitReady(server.url)
     const url = inferUrl(server.url, workload.model)
     await primeInfer(url, workload.body)
@@ -104,56 +107,68 @@ const measureHttpCeiling = async (workload: Workload, sampleResponse: string, se
   }
 }
 
-const measureInProcess = async (workload: Workload, version: string, batchSize: number, settings: BenchSettings): Promise<number> => {
-  progress(`${workload.model}: C(${batchSize}) in-process`)
-  const { rowsPerSec } = await measureCeiling({
+/** C(b) in a child process on `runtime` (load/in-process-child.ts): the engine as that Node drives it. */
+const measureInProcess = async (workload: Workload, runtime: Runtime, version: string, batchSize: number, settings: BenchSettings): Promise<number> => {
+  progress(`${workload.model} ${runtime.version}: C(${batchSize}) in-process`)
+  const job: CeilingJob = {
     modelPath: workload.modelPath(version),
     inputName: workload.inputName,
-    row: workload.row,
+    row: Array.from(workload.row),
     batchSize,
     durationS: settings.ceilingS,
-  })
-  return rowsPerSec
+  }
+  const stdout = await runEntry(`C(${batchSize}) of ${workload.model}`, runtime.bin, 'load/in-process-child.ts', { CEILING_JOB: JSON.stringify(job) })
+  return (JSON.parse(stdout) as CeilingResult).rowsPerSec
 }
 
 /**
- * One model's rows. In-process ceilings run last, with no child alive, so they measure the
- * engine on otherwise idle cores (of this benchmark; other users of the machine are not ours).
+ * One model's rows, one result per runtime, the runtimes taking turns row by row so a slow
+ * spell of the machine lands on each alike. In-process ceilings run last, with no server alive,
+ * so they measure the engine on otherwise idle cores (of this benchmark; other users of the
+ * machine are not ours).
  */
-const benchModel = async (workload: Workload, checkAgainstHttp: boolean, settings: BenchSettings): Promise<ModelResults> => {
-  const unbatched = await measureServer(workload, 'off', settings)
-  const batched = await measureServer(workload, 'on', settings)
+const benchModel = async (workload: Workload, checkAgainstHttp: boolean, settings: BenchSettings, runtimes: readonly Runtime[]): Promise<ModelResults[]> => {
+  const unbatched = await inTurn(runtimes, (r) => measureServer(workload, r, 'off', settings))
+  const batched = await inTurn(runtimes, (r) => measureServer(workload, r, 'on', settings))
   // Drift counting costs only where the model ships a baseline to count against.
-  const unmonitored = workload.monitored ? await measureServer(workload, 'on', settings, 'off') : undefined
-  const httpCeiling = await measureHttpCeiling(workload, unbatched.sampleResponse, settings)
-  if (!Number.isFinite(batched.meanBatch)) throw new Error(`${workload.model}: the batched run executed no batches`)
-  const b = Math.max(1, Math.round(batched.meanBatch))
-  const c1 = await measureInProcess(workload, batched.version, 1, settings)
-  const cb = b === 1 ? c1 : await measureInProcess(workload, batched.version, b, settings)
-  return {
-    model: workload.model,
-    rowsPerRequest: workload.rowsPerRequest,
-    c1,
-    b,
-    cb,
-    httpCeiling,
-    unbatched: { load: unbatched.load, meanBatch: unbatched.meanBatch },
-    batched: { load: batched.load, meanBatch: batched.meanBatch },
-    ...(unmonitored ? { unmonitored: { load: unmonitored.load, meanBatch: unmonitored.meanBatch } } : {}),
-    checkAgainstHttp,
+  const unmonitored = workload.monitored ? await inTurn(runtimes, (r) => measureServer(workload, r, 'on', settings, 'off')) : undefined
+  const httpCeiling = await inTurn(runtimes, (r, i) => measureHttpCeiling(workload, r, unbatched[i].sampleResponse, settings))
+  const bs = batched.map(({ meanBatch }, i) => {
+    if (!Number.isFinite(meanBatch)) throw new Error(`${workload.model} ${runtimes[i].version}: the batched run executed no batches`)
+    return Math.max(1, Math.round(meanBatch))
+  })
+  // Every runtime's b on every runtime: each C row then has a counterpart to divide by.
+  const ceilings = runtimes.map(() => new Map<number, number>())
+  for (const batchSize of [...new Set([1, ...bs])].sort((x, y) => x - y)) {
+    const rowsPerSec = await inTurn(runtimes, (r, i) => measureInProcess(workload, r, batched[i].version, batchSize, settings))
+    rowsPerSec.forEach((x, i) => ceilings[i].set(batchSize, x))
   }
+  return runtimes.map((runtime, i) => ({
+    model: workload.model,
+    node: runtime.version,
+    rowsPerRequest: workload.rowsPerRequest,
+    b: bs[i],
+    ceilings: ceilings[i],
+    httpCeiling: httpCeiling[i],
+    unbatched: { load: unbatched[i].load, meanBatch: unbatched[i].meanBatch },
+    batched: { load: batched[i].load, meanBatch: batched[i].meanBatch },
+    ...(unmonitored ? { unmonitored: { load: unmonitored[i].load, meanBatch: unmonitored[i].meanBatch } } : {}),
+    checkAgainstHttp,
+  }))
 }
 
 const main = async (): Promise<void> => {
   const settings = readSettings()
+  const runtimes = benchRuntimes()
   installSignalHandlers()
   try {
-    progress(`bench:backend — ${settings.connections} connections, ${settings.durationS} s per run (+${settings.warmupS} s warm-up), 127.0.0.1`)
+    progress(`bench:backend — ${settings.connections} connections, ${settings.durationS} s per run (+${settings.warmupS} s warm-up), 127.0.0.1, on ${runtimes.map((r) => r.version).join(', ')}`)
     const tiny = await creditRiskWorkload()
     const heavy = await computeBoundWorkload()
-    const results = [await benchModel(tiny, true, settings), await benchModel(heavy, false, settings)]
+    const results = [...(await benchModel(tiny, true, settings, runtimes)), ...(await benchModel(heavy, false, settings, runtimes))]
     const legend = [
-      `C(b): onnxruntime-node in this process, 1 intra-op thread, batch b (b = the batched run's mean batch, rounded).`,
+      runtimesLegend(runtimes),
+      `C(b): onnxruntime-node in a child process on the row's Node, 1 intra-op thread, batch b (b = that Node's batched run's mean batch, rounded; every Node's b is measured on each Node).`,
       `H: Hono on @hono/node-server with no model, same body in, same response out.`,
       `CPU µs/req: the server process's CPU time (all threads) over the measured run ÷ requests completed; steady when neighbours are not.`,
       `Load: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, on the same cores.`,

@@ -3,12 +3,13 @@ import { cpus, loadavg, tmpdir } from 'node:os'
 import { basename, extname, join } from 'node:path'
 import { processCpuMicros } from './cpu.ts'
 import { runAutocannon, type LoadResult } from './autocannon.ts'
-import { measurePipeline, type PipelineCase } from './edge/pipeline.ts'
+import { measurePipeline, type PipelineCase, type PipelineResult } from './edge/pipeline.ts'
 import { PIPELINE_TARGET_US, bestProcessP50Us, formatEdgeTable, isTargetCase, type EndToEnd } from './edge/table.ts'
 import { findWorkerdPid } from './edge/workerd-pid.ts'
 import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './edge/workload.ts'
 import { measureInWorkerd, type WorkerdPipelineResult } from './edge/workerd-pipeline.ts'
 import { cleanUp, installSignalHandlers, interrupted, onCleanup, runToEnd } from './processes.ts'
+import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
 import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { positiveInt } from './env.ts'
 
@@ -19,7 +20,8 @@ import { positiveInt } from './env.ts'
  *
  * Env: BENCH_DURATION_S (10), BENCH_CONNECTIONS (16), BENCH_WARMUP_S (2),
  * BENCH_ITERATIONS (10000 timed sequential requests per in-process row, over 5 processes),
- * BENCH_WORKERD_BATCHES (30 calls of 500 requests per app in workerd).
+ * BENCH_WORKERD_BATCHES (30 calls of 500 requests per app in workerd), BENCH_NODES (Node binaries
+ * to run the in-process and backend rows on, comma-separated; default the one running this).
  */
 
 interface Settings {
@@ -110,14 +112,16 @@ const measured = async (run: () => Promise<LoadResult>, pid: number | undefined)
   return { load, cpuUs: load.completed > 0 ? (after - before) / load.completed : Number.NaN }
 }
 
-const endToEnd = async (settings: Settings): Promise<EndToEnd> => {
+/**
+ * The backend on `runtime`, directly and through the edge in workerd. The workerd host stays on
+ * the benchmark's own Node (Miniflare needs a recent one); workerd does the edge's work.
+ */
+const endToEnd = async (settings: Settings, bundle: string, runtime: Runtime): Promise<EndToEnd> => {
   let backend: ServerProcess | undefined
   let edge: ServerProcess | undefined
   try {
-    progress('end to end: bundling the worker (wrangler deploy --dry-run)')
-    const bundle = await bundleWorker()
-    progress('end to end: starting the backend')
-    backend = await within(60_000, 'the backend to listen', startServer('backend/server.ts', { MODEL_REPOSITORY }))
+    progress(`end to end: starting the backend on ${runtime.version}`)
+    backend = await within(60_000, 'the backend to listen', startServer('backend/server.ts', { MODEL_REPOSITORY }, runtime.bin))
     await waitReady(backend.url)
     const { key, entry } = await benchKey()
     progress('end to end: starting the edge in workerd')
@@ -150,6 +154,7 @@ const endToEnd = async (settings: Settings): Promise<EndToEnd> => {
     assertAlive(edge, 'the edge run')
 
     return {
+      node: runtime.version,
       backend: direct.load,
       edge: viaEdge.load,
       connections: settings.connections,
@@ -165,19 +170,27 @@ const endToEnd = async (settings: Settings): Promise<EndToEnd> => {
 
 const main = async (): Promise<void> => {
   const settings = readSettings()
+  const runtimes = benchRuntimes()
   installSignalHandlers()
   const load0 = loadavg()
   try {
-    progress(`bench:edge — in-process: ${settings.iterations} timed sequential requests per row; end to end: ${settings.connections} connections, ${settings.durationS} s (+${settings.warmupS} s warm-up), 127.0.0.1`)
+    progress(`bench:edge — in-process: ${settings.iterations} timed sequential requests per row; end to end: ${settings.connections} connections, ${settings.durationS} s (+${settings.warmupS} s warm-up), 127.0.0.1; on ${runtimes.map((r) => r.version).join(', ')}`)
     // In-process first, with no child alive: the pipeline gets the cores this benchmark leaves free.
     progress('in-process pipeline')
-    const pipeline = await measurePipeline(PIPELINE_CASES, { iterations: settings.iterations, warmup: PIPELINE_WARMUP, rounds: PIPELINE_ROUNDS })
+    const pipeline = await measurePipeline(PIPELINE_CASES, runtimes, { iterations: settings.iterations, warmup: PIPELINE_WARMUP, rounds: PIPELINE_ROUNDS })
     const workerd = await inWorkerd(settings)
-    const e2e = await endToEnd(settings)
-    const target = pipeline.find(isTargetCase)
+    progress('end to end: bundling the worker (wrangler deploy --dry-run)')
+    const bundle = await bundleWorker()
+    const e2e = await inTurn(runtimes, (runtime) => endToEnd(settings, bundle, runtime))
     const load1 = loadavg()
+    const targetLine = (r: PipelineResult): string => {
+      const best = bestProcessP50Us(r)
+      return `  ${r.node}: ${best.toFixed(1)} µs → ${best < PIPELINE_TARGET_US ? 'PASS' : 'MISS'} (p50 of each of its ${PIPELINE_ROUNDS} processes: ${r.processP50sUs.map((x) => x.toFixed(0)).join(', ')} µs; over all samples ${r.p50Us.toFixed(1)} µs).`
+    }
+    const targets = pipeline.filter(isTargetCase)
     const legend = [
-      `In-process (Node ${process.versions.node}): the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests,`,
+      runtimesLegend(runtimes),
+      `In-process (on the row's Node): the real createApp (auth with a SHA-256-hashed key, in-isolate rate limiter, normalize, validate, enrich, route, predict), one app, sequential requests,`,
       `  each row in ${PIPELINE_ROUNDS} fresh processes of its own (no row inherits another's JIT state; the rows take turns), ${PIPELINE_WARMUP} untimed requests first in each;`,
       `  p50/p99/mean: performance.now() around \`await app.request(req)\` with req (body as UTF-8 bytes, no Content-Length) built just before;`,
       `  p50 best proc: the lowest of a row's per-process p50s. A neighbour on this VM's other hyperthread makes the same work ~1.5× slower in CPU time, not just in wall time`,
@@ -185,15 +198,16 @@ const main = async (): Promise<void> => {
       `  CPU µs/req: this process, all threads, per request. floor: a bare Hono app on the same path (read the body, JSON.parse, c.json): Node's Request/Response cost before the edge does anything.`,
       `  IN-PROCESS STAND-IN backend: a Transport answering a correctly shaped InferResponse without I/O (no HTTP, no JSON, no model); metadata read from models/credit-risk/config.json.`,
       `  warm: the seeded user ${WARM_USER}, an isolate-cache hit; cold: a new user id per request, an isolate-cache miss read from the embedded memory store (not Redis; the id is unknown there, so defaults fill in).`,
-      `In workerd: load/edge/pipeline-worker.ts, bundled like the worker, runs ${WORKERD_BATCH} sequential app.request() per call (each Request, with its Content-Length, built and its answer read in the loop);`,
+      `In workerd (node '-': no Node runs these rows): load/edge/pipeline-worker.ts, bundled like the worker, runs ${WORKERD_BATCH} sequential app.request() per call (each Request, with its Content-Length, built and its answer read in the loop);`,
       `  workerd's clock stands still inside a request, so the host times ${settings.workerdBatches} calls per app and subtracts an empty call: batch means, their median and 90th percentile in the p50 and p99 columns.`,
       `End to end: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, all on this machine's cores; p50/p99 at autocannon's 1 ms resolution;`,
       `  mean = connections ÷ req/s (Little's law, sub-ms). CPU µs/req: the backend process (backend row), the workerd process (edge row).`,
-      `  edge: the wrangler-bundled worker in workerd via Miniflare (no wrangler dev proxy), 1 instance, user ${WARM_USER}; backend: backend/server.ts defaults (BATCHING=on), same applicant pre-encoded.`,
-      `Target: in-process p50 < ${PIPELINE_TARGET_US} µs for 1 instance, warm cache, judged on the best process: ${target ? `${bestProcessP50Us(target).toFixed(1)} µs → ${bestProcessP50Us(target) < PIPELINE_TARGET_US ? 'PASS' : 'MISS'}` : 'not measured'}`,
-      `  (p50 of each of its ${PIPELINE_ROUNDS} processes: ${target ? target.processP50sUs.map((x) => x.toFixed(0)).join(', ') : '-'} µs; over all samples ${target ? target.p50Us.toFixed(1) : '-'} µs).`,
+      `  edge: the wrangler-bundled worker in workerd via Miniflare (no wrangler dev proxy), 1 instance, user ${WARM_USER}; backend: backend/server.ts defaults (BATCHING=on) on the row's Node, same applicant pre-encoded;`,
+      `  Miniflare's host process runs on ${process.version} in every row (it needs Node ≥ 22): the node column names the backend's.`,
+      `Target: in-process p50 < ${PIPELINE_TARGET_US} µs for 1 instance, warm cache, judged on the best process:${targets.length > 0 ? '' : ' not measured'}`,
+      ...targets.map(targetLine),
       `Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' ')}, at end ${load1.map((x) => x.toFixed(2)).join(' ')} on ${cpus().length} cores shared with other work: wall-clock rows move with the neighbours.`,
-      `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches})`,
+      `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches} BENCH_NODES=${runtimes.map((r) => r.bin).join(',')})`,
     ].join('\n')
     process.stdout.write(`\n${formatEdgeTable(pipeline, workerd, e2e)}\n\n${legend}\n`)
   } finally {

@@ -10,13 +10,13 @@ export interface ServedRun {
 /** Everything measured for one model, in one benchmark run. */
 export interface ModelResults {
   model: string
+  /** The version of the Node every row of these results ran on. */
+  node: string
   rowsPerRequest: number
-  /** In-process ceiling at batch 1, rows/s. */
-  c1: number
-  /** The batch size C(b) was measured at: the batched run's mean, rounded. */
+  /** The batch size of C(b): the batched run's mean, rounded. */
   b: number
-  /** In-process ceiling at batch b, rows/s. */
-  cb: number
+  /** In-process ceilings C(batch), rows/s, by batch: 1, b, and any other runtime's b in the run. */
+  ceilings: ReadonlyMap<number, number>
   httpCeiling: LoadResult
   unbatched: ServedRun
   batched: ServedRun
@@ -48,13 +48,15 @@ const k = (x: number): string => `${(x / 1000).toFixed(1)}k`
 
 /** The targets from the issue, evaluated on one run's numbers. */
 export const checksFor = (r: ModelResults): Check[] => {
+  const c1 = r.ceilings.get(1) ?? Number.NaN
+  const cb = r.ceilings.get(r.b) ?? Number.NaN
   const batched = rowsPerSec(r.batched.load, r.rowsPerRequest)
   const unbatched = rowsPerSec(r.unbatched.load, r.rowsPerRequest)
   const http = rowsPerSec(r.httpCeiling, r.rowsPerRequest)
-  const limit = Math.min(r.cb, http)
-  const binding = r.cb <= http ? `C(${r.b})` : 'H'
+  const limit = Math.min(cb, http)
+  const binding = cb <= http ? `C(${r.b})` : 'H'
   const gain = batched / unbatched
-  const modelGain = r.cb / r.c1
+  const modelGain = cb / c1
   const checks = [
     check(r.model, 'batched ÷ min(C(b), H×rows)', `${k(batched)} ÷ ${k(limit)} (binding: ${binding})`, batched / limit, 0.75),
     check(

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { spawnChild, type Child } from './processes.ts'
+import { runToEnd, spawnChild, type Child } from './processes.ts'
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
@@ -12,14 +12,24 @@ export interface ServerProcess {
 
 const STDERR_TAIL = 4_000
 
+/** Node's arguments for a TypeScript entry of this repository, loaded through tsx. */
+const tsxArgs = (entry: string): string[] => ['--import', 'tsx', entry]
+
 /**
- * Starts a TypeScript entry (`backend/server.ts`, `load/http-ceiling.ts`) under tsx on a free
- * port and resolves with the URL from its `listening` log line, the same way the backend's own
- * integration tests find it. The server keeps logging, so stdout is read to the end: a full pipe
- * would stall its event loop mid-benchmark.
+ * Runs a TypeScript entry (a benchmark's child, such as `load/edge/pipeline-child.ts`) to its end
+ * under the Node binary `node` and answers its stdout; `what` names it if it fails.
  */
-export const startServer = async (entry: string, env: Record<string, string>): Promise<ServerProcess> => {
-  const child = spawnChild(process.execPath, ['--import', 'tsx', entry], {
+export const runEntry = (what: string, node: string, entry: string, env: Record<string, string>): Promise<string> =>
+  runToEnd(`${what} (${node})`, node, tsxArgs(entry), { cwd: ROOT, env: { ...process.env, ...env } })
+
+/**
+ * Starts a TypeScript entry (`backend/server.ts`, `load/http-ceiling.ts`) under tsx and the Node
+ * binary `node` on a free port and resolves with the URL from its `listening` log line, the same
+ * way the backend's own integration tests find it. The server keeps logging, so stdout is read to
+ * the end: a full pipe would stall its event loop mid-benchmark.
+ */
+export const startServer = async (entry: string, env: Record<string, string>, node = process.execPath): Promise<ServerProcess> => {
+  const child = spawnChild(node, tsxArgs(entry), {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

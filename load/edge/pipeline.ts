@@ -4,8 +4,8 @@ import { ModelCatalog } from '../../edge/catalog/model-catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/rate-limit/sliding-window.ts'
 import { MemoryRolloutStore } from '../../edge/routing/rollout-store.ts'
 import { percentile } from '../percentile.ts'
-import { runToEnd } from '../processes.ts'
-import { ROOT } from '../servers.ts'
+import type { Runtime } from '../runtimes.ts'
+import { runEntry } from '../servers.ts'
 import { createFloorApp } from './floor-app.ts'
 import { InProcessBackendStandIn } from './in-process-backend.ts'
 import { PREDICT_PATH, WARM_USER, applicant, benchKey, creditRiskMetadata } from './workload.ts'
@@ -20,6 +20,8 @@ export interface PipelineCase {
 }
 
 export interface PipelineResult extends PipelineCase {
+  /** The version of the Node the case ran on. */
+  node: string
   iterations: number
   /** Over every sample of every process. */
   p50Us: number
@@ -88,41 +90,40 @@ export const sampleCase = async ({ instances, cache, floor: bare }: PipelineCase
   return { samples, cpuMicros: cpu.user + cpu.system }
 }
 
-/** Runs one case in a fresh Node process (load/edge/pipeline-child.ts) and answers its samples. */
-const sampleInChild = async (c: PipelineCase, options: { iterations: number; warmup: number }): Promise<CaseSamples> => {
-  const stdout = await runToEnd(`the pipeline child for ${JSON.stringify(c)}`, process.execPath, ['--import', 'tsx', 'load/edge/pipeline-child.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PIPELINE_CASE: JSON.stringify(c), PIPELINE_ITERATIONS: String(options.iterations), PIPELINE_WARMUP: String(options.warmup) },
+/** Runs one case in a fresh process of `runtime` (load/edge/pipeline-child.ts) and answers its samples. */
+const sampleInChild = async (c: PipelineCase, runtime: Runtime, options: { iterations: number; warmup: number }): Promise<CaseSamples> => {
+  const stdout = await runEntry(`the pipeline child for ${JSON.stringify(c)}`, runtime.bin, 'load/edge/pipeline-child.ts', {
+    PIPELINE_CASE: JSON.stringify(c), PIPELINE_ITERATIONS: String(options.iterations), PIPELINE_WARMUP: String(options.warmup),
   })
   return JSON.parse(stdout) as CaseSamples
 }
 
 /**
- * Every case measured in processes of its own, so no row inherits the JIT state another row
- * left (measured: the one-instance row ran ~30 µs slower after the 32-instance rows had warmed
- * the same functions up for other shapes). The cases take turns over `rounds` processes each,
- * so a slow spell of this shared machine lands on every row alike.
+ * Every case measured on every runtime in processes of its own, so no row inherits the JIT state
+ * another row left (measured: the one-instance row ran ~30 µs slower after the 32-instance rows
+ * had warmed the same functions up for other shapes). The rows take turns over `rounds`
+ * processes each, so a slow spell of this shared machine lands on every row alike.
  */
 export const measurePipeline = async (
   cases: readonly PipelineCase[],
+  runtimes: readonly Runtime[],
   { iterations, warmup, rounds }: { iterations: number; warmup: number; rounds: number },
 ): Promise<PipelineResult[]> => {
   const perRound = Math.ceil(iterations / rounds)
-  const collected = cases.map((): CaseSamples => ({ samples: [], cpuMicros: 0 }))
-  const processP50s = cases.map((): number[] => [])
+  const rows = cases.flatMap((c) => runtimes.map((runtime) => ({ c, runtime, samples: [] as number[], cpuMicros: 0, processP50sUs: [] as number[] })))
   for (let round = 0; round < rounds; round++) {
-    for (const [k, c] of cases.entries()) {
-      const { samples, cpuMicros } = await sampleInChild(c, { iterations: perRound, warmup })
-      collected[k].samples.push(...samples)
-      collected[k].cpuMicros += cpuMicros
-      processP50s[k].push(percentile(Float64Array.from(samples).sort(), 50) * 1e3)
+    for (const row of rows) {
+      const { samples, cpuMicros } = await sampleInChild(row.c, row.runtime, { iterations: perRound, warmup })
+      row.samples.push(...samples)
+      row.cpuMicros += cpuMicros
+      row.processP50sUs.push(percentile(Float64Array.from(samples).sort(), 50) * 1e3)
     }
   }
-  return cases.map((c, k): PipelineResult => {
-    const sorted = Float64Array.from(collected[k].samples).sort()
+  return rows.map(({ c, runtime, samples, cpuMicros, processP50sUs }): PipelineResult => {
+    const sorted = Float64Array.from(samples).sort()
     let sum = 0
     for (const s of sorted) sum += s
     const n = sorted.length
-    return { ...c, iterations: n, p50Us: percentile(sorted, 50) * 1e3, processP50sUs: processP50s[k], p99Us: percentile(sorted, 99) * 1e3, meanUs: (sum / n) * 1e3, cpuUsPerRequest: collected[k].cpuMicros / n }
+    return { ...c, node: runtime.version, iterations: n, p50Us: percentile(sorted, 50) * 1e3, processP50sUs, p99Us: percentile(sorted, 99) * 1e3, meanUs: (sum / n) * 1e3, cpuUsPerRequest: cpuMicros / n }
   })
 }
