@@ -11,7 +11,25 @@ export interface RequireJsonOptions {
 
 const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 
-const tooLarge = (maxBytes: number) => new InferenceError(413, `request body exceeds ${maxBytes} bytes`, {}, 'too_large')
+/** The connection closes after a 413: what the client still sends is not read as a next request. */
+const tooLarge = (maxBytes: number) => new InferenceError(413, `request body exceeds ${maxBytes} bytes`, { connection: 'close' }, 'too_large')
+
+/**
+ * How much of an oversized chunked body is still read (and dropped) before the stream is
+ * cancelled, as a multiple of the limit. Cancelling at once tore the socket down under a
+ * keep-alive client still sending: its next request on that socket failed ("other side closed").
+ */
+const DRAIN_FACTOR = 4
+
+/** Reads and drops the rest of a stream, cancelling it once more than `cap` bytes arrived in all. */
+const drain = async (reader: ReadableStreamDefaultReader<Uint8Array>, read: number, cap: number): Promise<void> => {
+  for (let bytes = read; bytes <= cap; ) {
+    const { done, value } = await reader.read()
+    if (done) return
+    bytes += value.byteLength
+  }
+  await reader.cancel().catch(() => {})
+}
 
 /**
  * Reads a body of unknown length (chunked) while counting, so a client cannot make us buffer
@@ -27,7 +45,7 @@ const readCapped = async (stream: ReadableStream<Uint8Array>, maxBytes: number):
     if (done) return text + decoder.decode()
     size += value.byteLength
     if (size > maxBytes) {
-      await reader.cancel()
+      await drain(reader, size, maxBytes * DRAIN_FACTOR)
       throw tooLarge(maxBytes)
     }
     text += decoder.decode(value, { stream: true })
