@@ -87,7 +87,7 @@ export const openApiDocument = () => ({
       get: { summary: 'Rollout state (admin)', parameters: [modelParam], security, responses: { '200': { description: 'rollout with ETag' }, ...problems(401, 403, 404) } },
       put: {
         summary: 'Replace the rollout (admin, compare-and-set with If-Match)',
-        parameters: [modelParam, { name: 'If-Match', in: 'header', required: true, description: 'the ETag of the GET this replaces (428 without it, 412 when it is stale)', schema: { type: 'string' } }],
+        parameters: [modelParam, { name: 'If-Match', in: 'header', required: true, description: 'the ETag of the GET this replaces, a list of them, or * for the stored revision (428 without it, 412 when none is current)', schema: { type: 'string' } }],
         security,
         requestBody: { required: true, ...json('Rollout') },
         responses: { '200': { description: 'stored' }, ...problems(400, 401, 403, 404, 412, 428) },

@@ -17,6 +17,19 @@ export interface RolloutRoutesOptions {
 
 const etag = (revision: number) => `"r${revision}"`
 
+/**
+ * The stored revision If-Match lets a PUT replace, or undefined when it names none of it (412).
+ * As RFC 9110 has it: a list of strong ETags, any of which may match, or `*` for whatever
+ * revision is stored (none when the model has no stored rollout yet). A value that is neither is 400.
+ */
+const matchedRevision = (ifMatch: string, stored: number | undefined): number | undefined => {
+  if (ifMatch.trim() === '*') return stored
+  const tags = ifMatch.split(',').map((tag) => /^"r(\d+)"$/.exec(tag.trim())?.[1])
+  if (tags.some((tag) => tag === undefined)) throw new Problem(400, 'Bad Request', `If-Match must be "*" or ETags from GET, like "r${stored ?? 0}"`)
+  const current = stored ?? 0
+  return tags.some((tag) => Number(tag) === current) ? current : undefined
+}
+
 /** Versions a rollout names that the backend does not serve. */
 const unknownVersions = (rollout: Rollout, model: ModelDescription): FieldError[] => {
   const served = new Set(model.versions)
@@ -87,12 +100,10 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
       const stored = await rollouts.get(model.name, { fresh: true })
       const current = stored?.revision ?? 0
-      // "*" (any revision) is not taken: it is the blind overwrite that If-Match is required to prevent.
-      const expected = Number(/^"r(\d+)"$/.exec(ifMatch.trim())?.[1] ?? Number.NaN)
-      if (!Number.isInteger(expected)) throw new Problem(400, 'Bad Request', `If-Match must be an ETag from GET, like "r${current}"`)
-      const conflict = () => new Problem(412, 'Precondition Failed', `the rollout changed since revision ${expected}; read it again and retry`, { slug: 'rollout-conflict' })
+      const expected = matchedRevision(ifMatch, stored?.revision)
+      const conflict = () => new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
       // The layout is derived from the revision it replaces, so that one must be the one just read.
-      if (expected !== current) throw conflict()
+      if (expected === undefined) throw conflict()
       const rollout = withLayout(parsed.data, stored?.rollout)
       const revision = await rollouts.compareAndSet(model.name, expected, rollout)
       if (revision === undefined) throw conflict()

@@ -121,10 +121,36 @@ describe('the precondition a PUT needs', () => {
     expect(await revision()).toBe(before)
   })
 
-  it('is a revision\'s ETag: "*" (any revision) is refused', async () => {
-    const res = await send('PUT', { salt: 'exp', arms: [stable(100)] }, { 'if-match': '*' })
-    expect(res.status).toBe(400)
-    expect(await res.json()).toMatchObject({ detail: expect.stringMatching(/^If-Match must be an ETag from GET, like "r\d+"/) })
+  it('takes "*" as whatever revision is stored (RFC 9110), and a list of ETags when one of them is current', async () => {
+    const before = await revision()
+    const star = await send('PUT', { salt: 'exp', arms: [stable(100)] }, { 'if-match': '*' })
+    expect(star.status, await star.clone().text()).toBe(200)
+    expect(star.headers.get('etag')).toBe(`"r${before + 1}"`)
+    const listed = await send('PUT', { salt: 'exp', arms: [stable(90), b(10)] }, { 'if-match': `"r${before - 1}", "r${before + 1}"` })
+    expect(listed.status, await listed.clone().text()).toBe(200)
+    const stale = await send('PUT', { salt: 'exp', arms: [stable(100)] }, { 'if-match': `"r${before}", "r${before + 1}"` })
+    expect(stale.status).toBe(412)
+    expect(await revision()).toBe(before + 2)
+  })
+
+  it('refuses "*" with 412 while the model has no stored rollout, and an If-Match that is not ETags with 400', async () => {
+    const standIn = new InProcessBackendStandIn(metadata)
+    const rollouts = new MemoryRolloutStore()
+    const fresh = createApp({
+      keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]),
+      services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts }),
+      log: () => {},
+    })
+    const putTo = (ifMatch: string) => fresh.request(PATH, {
+      method: 'PUT',
+      body: JSON.stringify({ salt: 'exp', arms: [stable(100)] }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, 'if-match': ifMatch },
+    })
+    expect((await putTo('*')).status).toBe(412)
+    const garbage = await putTo('latest')
+    expect(garbage.status).toBe(400)
+    expect(await garbage.json()).toMatchObject({ detail: 'If-Match must be "*" or ETags from GET, like "r0"' })
+    expect((await putTo('"r0"')).status).toBe(200)
   })
 })
 
