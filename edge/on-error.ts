@@ -18,9 +18,12 @@ export const onError = (err: Error, c: Context<AppEnv>): Response => {
     console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', request_id: c.get('requestId'), error: err.message }))
   }
   const requestId = c.get('requestId')
+  const body = problem.body(requestId, c.req.path)
+  // Open Inference Protocol clients read an error from `error`: the routes under /v2 carry it too.
+  const rendered = c.req.path.startsWith('/v2/') ? { ...body, error: body.detail } : body
   // Through c.body(), so what earlier stages named with c.header() (request and trace ids, CORS,
   // rate limits, input fixes) reaches the problem response too.
-  return c.body(JSON.stringify(problem.body(requestId, c.req.path)), problem.status, {
+  return c.body(JSON.stringify(rendered), problem.status, {
     'content-type': PROBLEM_CONTENT_TYPE,
     ...(requestId ? { 'x-request-id': requestId } : {}),
     ...problem.extra.headers,

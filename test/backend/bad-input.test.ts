@@ -307,6 +307,7 @@ const cases: BadCase[] = [
   { name: 'request.parameters is a string', path: INFER, body: request({ parameters: 'fast' }), status: 400, error: /^request\.parameters must be an object/ },
   { name: 'request.parameters is null', path: INFER, body: request({ parameters: null }), status: 400, error: /^request\.parameters must be an object/ },
   { name: 'request.parameters value is an object', path: INFER, body: request({ parameters: { priority: { level: 1 } } }), status: 400, error: /^request\.parameters\.priority must be a string, number or boolean/ },
+  { name: 'request.parameters value nested 10,000 deep', path: INFER, body: request({ parameters: { priority: MARK } }).replace(json(MARK), deepArray(10_000)), status: 400, error: /^request\.parameters\.priority must be a string, number or boolean/ },
   { name: 'request.parameters value is null', path: INFER, body: request({ parameters: { timeout: null } }), status: 400, error: /^request\.parameters\.timeout must be a string, number or boolean/ },
   { name: 'request.parameters.__proto__ is an object', path: INFER, body: request().replace(/^\{/, '{"parameters":{"__proto__":{"admin":true}},'), status: 400, error: /^request\.parameters\.__proto__ must be a string, number or boolean/ },
   { name: 'inputs[0].parameters is an array', path: INFER, body: input({ parameters: [] }), status: 400, error: /^inputs\[0\]\.parameters must be an object/ },
