@@ -1,4 +1,5 @@
 import { FLOAT_DATATYPES, INTEGER_RANGES, type Datatype } from '../../shared/datatypes.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 import { badRequest } from '../errors.ts'
 import { FP16_MAX, allocate, toHalfBits, type TensorMap, type TensorValues } from '../executor/tensor.ts'
 import type { ModelConfig, TensorConfig } from '../repository/model-config.ts'
@@ -27,14 +28,14 @@ const describe = (v: unknown): string => {
   if (v === undefined) return 'missing'
   if (Array.isArray(v)) return 'an array'
   if (v === null) return 'null'
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`
+  if (typeof v === 'string') return `the string ${quoteInput(v)}`
   if (typeof v === 'object') return 'an object'
   return `${typeof v} ${String(v)}`
 }
 
 const checkKeys = (value: Record<string, unknown>, allowed: readonly string[], where: string) => {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw badRequest(`${where} has an unknown field "${key}" (allowed: ${allowed.join(', ')})`)
+    if (!allowed.includes(key)) throw badRequest(`${where} has an unknown field ${quoteInput(key)} (allowed: ${allowed.join(', ')})`)
   }
 }
 
@@ -42,7 +43,7 @@ const checkParameters = (value: unknown, where: string) => {
   if (value === undefined) return
   if (!isObject(value)) throw badRequest(`${where}.parameters must be an object`)
   for (const [key, v] of Object.entries(value)) {
-    if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters.${key} must be a string, number or boolean`)
+    if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters[${quoteInput(key)}] must be a string, number or boolean`)
   }
   if (value.binary_data_output !== undefined || value.binary_data_size !== undefined || value.binary_data !== undefined) {
     throw badRequest(`${where}: the binary tensor data extension is not supported; send JSON data`)
@@ -156,7 +157,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     checkKeys(raw, ['name', 'shape', 'datatype', 'parameters', 'data'], `inputs[${i}]`)
     if (typeof raw.name !== 'string') throw badRequest(`inputs[${i}].name must be a string`)
     const declared = config.inputs.find((d) => d.name === raw.name)
-    if (!declared) throw badRequest(`unknown input "${raw.name}"; the model takes ${config.inputs.map((d) => `"${d.name}"`).join(', ')}`)
+    if (!declared) throw badRequest(`unknown input ${quoteInput(raw.name)}; the model takes ${config.inputs.map((d) => `"${d.name}"`).join(', ')}`)
     if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
     if (raw.datatype === undefined) throw badRequest(`input "${declared.name}": datatype is missing; the model takes ${declared.datatype}`)
     if (raw.datatype !== declared.datatype) throw badRequest(`input "${declared.name}": datatype ${describe(raw.datatype)} does not match the model's ${declared.datatype}`)

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono'
+import { quoteInput } from '../../shared/quote-input.ts'
 import { BodyTooLarge, readBodyText } from '../body/read-text.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem } from '../problem.ts'
@@ -25,11 +26,11 @@ export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions
     }
     const type = c.req.header('content-type') ?? ''
     if (!isJson(type)) {
-      throw new Problem(415, 'Unsupported Media Type', `expected Content-Type application/json, got ${type ? `"${type}"` : 'none'}`)
+      throw new Problem(415, 'Unsupported Media Type', `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`)
     }
     const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
     if (encoding && encoding !== 'identity') {
-      throw new Problem(415, 'Unsupported Media Type', `Content-Encoding "${encoding}" is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
+      throw new Problem(415, 'Unsupported Media Type', `Content-Encoding ${quoteInput(encoding)} is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
     }
     const text = await readBodyText(c.req.raw, maxBytes).catch((err: unknown) => {
       throw err instanceof BodyTooLarge ? new Problem(413, 'Payload Too Large', err.message) : err

@@ -1,4 +1,5 @@
 import type { Feature, FeatureSpec } from '../../shared/feature-spec.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 import { type FieldError, Problem } from '../problem.ts'
 import { formatPath, isRecord } from '../validation/format.ts'
 
@@ -46,7 +47,7 @@ const percentDecodeOnce = (value: string): string =>
     try {
       return utf8.decode(bytes)
     } catch {
-      throw new Ambiguous(`is percent-encoded, but ${run.length > 24 ? `${run.slice(0, 24)}…` : run} does not decode to UTF-8 text`)
+      throw new Ambiguous(`is percent-encoded, but ${quoteInput(run)} does not decode to UTF-8 text`)
     }
   })
 
