@@ -9,6 +9,9 @@ import { metricsRoutes } from './routes/metrics.ts'
 import { modelRoutes } from './routes/models.ts'
 import { repositoryRoutes } from './routes/repository.ts'
 
+/** What the log calls a request its client abandoned (nginx's 499): not a 4xx it was sent, not a 5xx. */
+const CLIENT_CLOSED_REQUEST = 499
+
 /**
  * The inference server's HTTP surface: the Open Inference Protocol REST API, its repository
  * extension, statistics and Prometheus metrics. Every failure leaves as `{"error": "..."}`.
@@ -27,6 +30,11 @@ export const createApp = (deps: BackendDeps) => {
     if (err instanceof InferenceError) {
       if (err.status >= 500) logger.warn('request failed', { path: c.req.path, status: err.status, error: err.message })
       return c.json({ error: err.message }, err.status, err.headers)
+    }
+    // A client that hangs up mid-body is not a server fault: no error line, no 5xx (nobody reads the answer).
+    if (c.req.raw.signal.aborted) {
+      logger.info('client closed the request', { path: c.req.path, status: CLIENT_CLOSED_REQUEST, error: err.message })
+      return c.json({ error: 'client closed the request' }, 400)
     }
     logger.error('unhandled error', { path: c.req.path, ...errorFields(err) })
     return c.json({ error: 'internal server error' }, 500)
