@@ -1,4 +1,10 @@
-import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import type { ContentfulStatusCode, UnofficialStatusCode } from 'hono/utils/http-status'
+
+/**
+ * nginx's 499: the client closed the connection before it was answered. Nobody reads the
+ * response; the status is there so logs and error rates count the request as the client's doing.
+ */
+export const CLIENT_CLOSED_REQUEST = 499 as UnofficialStatusCode
 
 /** One field-level complaint of a validation problem. */
 export interface FieldError {

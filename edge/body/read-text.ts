@@ -5,6 +5,16 @@ export class BodyTooLarge extends Error {
   }
 }
 
+/**
+ * The body stream failed before its end. The body comes from the client alone, so this is the
+ * client going away mid-upload (workerd: "Network connection lost."), not a fault of the edge.
+ */
+export class BodyAborted extends Error {
+  constructor(cause: unknown) {
+    super('the client closed the connection before its request body arrived in full', { cause })
+  }
+}
+
 const decoder = new TextDecoder()
 
 /**
@@ -27,15 +37,24 @@ const DRAIN_FACTOR = 64
  *   refused: nothing beyond the limit is kept, the rest is read and dropped up to `DRAIN_FACTOR`
  *   times the limit, then the stream is cancelled. In Node this loop is also cheaper than
  *   `Request.text()`'s own promise chain.
+ * A stream that fails on the way is `BodyAborted`.
  */
 export const readBodyText = async (request: Request, maxBytes: number): Promise<string> => {
   if (request.body === null) return ''
+  try {
+    return await readWithin(request, request.body, maxBytes)
+  } catch (err) {
+    throw err instanceof BodyTooLarge ? err : new BodyAborted(err)
+  }
+}
+
+const readWithin = async (request: Request, stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> => {
   if (request.headers.has('content-length')) {
     const body = await request.arrayBuffer()
     if (body.byteLength > maxBytes) throw new BodyTooLarge(maxBytes)
     return decoder.decode(body)
   }
-  const reader = request.body.getReader()
+  const reader = stream.getReader()
   const chunks: Uint8Array[] = []
   let bytes = 0
   for (;;) {

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono'
 import type { AppEnv } from '../env.ts'
+import { CLIENT_CLOSED_REQUEST } from '../problem.ts'
 
 export interface RequestLogOptions {
   write?: (line: string) => void
@@ -19,7 +20,8 @@ export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOp
       const assignment = c.get('assignment')
       // JSON.stringify leaves out undefined fields: an unrouted request's line has no model.
       write(JSON.stringify({
-        level: 'info',
+        // A client that went away is worth a look, but it is neither a success nor the edge's error.
+        level: c.res.status === CLIENT_CLOSED_REQUEST ? 'warn' : 'info',
         msg: 'request',
         request_id: c.get('requestId'),
         trace_id: c.get('traceparent')?.slice(3, 35),

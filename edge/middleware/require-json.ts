@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { quoteInput } from '../../shared/quote-input.ts'
-import { BodyTooLarge, readBodyText } from '../body/read-text.ts'
+import { BodyAborted, BodyTooLarge, readBodyText } from '../body/read-text.ts'
 import type { AppEnv } from '../env.ts'
-import { Problem } from '../problem.ts'
+import { CLIENT_CLOSED_REQUEST, Problem } from '../problem.ts'
 
 export interface RequireJsonOptions {
   /** Largest body accepted, in bytes, or how to find it for this request (e.g. from a binding). */
@@ -14,7 +14,8 @@ const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 /**
  * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
  * limit (declared, or counted while the body streams in), 415 for other media types or content
- * codings. The body is read here, once, and handed on as `bodyText`.
+ * codings. The body is read here, once, and handed on as `bodyText`. A client that goes away
+ * before its body has arrived gets 499 (client-closed): logged as its doing, not the edge's.
  */
 export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
   async function requireJson(c, next) {
@@ -33,7 +34,9 @@ export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions
       throw new Problem(415, 'Unsupported Media Type', `Content-Encoding ${quoteInput(encoding)} is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
     }
     const text = await readBodyText(c.req.raw, maxBytes).catch((err: unknown) => {
-      throw err instanceof BodyTooLarge ? new Problem(413, 'Payload Too Large', err.message) : err
+      if (err instanceof BodyTooLarge) throw new Problem(413, 'Payload Too Large', err.message)
+      if (err instanceof BodyAborted) throw new Problem(CLIENT_CLOSED_REQUEST, 'Client Closed Request', err.message, { slug: 'client-closed' })
+      throw err
     })
     c.set('bodyText', text)
     await next()

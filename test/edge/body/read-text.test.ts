@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { BodyTooLarge, readBodyText } from '../../../edge/body/read-text.ts'
+import { BodyAborted, BodyTooLarge, readBodyText } from '../../../edge/body/read-text.ts'
+import { halfABody } from './half-a-body.ts'
 
 /** A request whose body arrives in the given chunks, counting how many the reader pulled. */
 const streamed = (chunks: Uint8Array[]) => {
@@ -67,5 +68,13 @@ describe('readBodyText', () => {
     expect(await readBodyText(declared('\uFEFF{"v":"€"}', 14), 1024)).toBe('{"v":"€"}')
     // A Request built in-process may declare less than it carries; the runtime's framing would not.
     expect(await readBodyText(declared('x'.repeat(40), 10), 25).catch((err: unknown) => err)).toBeInstanceOf(BodyTooLarge)
+  })
+
+  it('says the client went away when the body stream fails mid-way', async () => {
+    const failing = () => halfABody('{"half":')
+    const chunked = new Request('http://edge.test/', { method: 'POST', body: failing(), duplex: 'half' } as RequestInit)
+    expect(await readBodyText(chunked, 1024).catch((err: unknown) => err)).toBeInstanceOf(BodyAborted)
+    const declared = new Request('http://edge.test/', { method: 'POST', body: failing(), duplex: 'half', headers: { 'content-length': '100' } } as RequestInit)
+    expect(await readBodyText(declared, 1024).catch((err: unknown) => err)).toBeInstanceOf(BodyAborted)
   })
 })

@@ -1,11 +1,13 @@
 import { Hono } from 'hono'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { AppEnv } from '../../../edge/env.ts'
 import { requestId } from '../../../edge/middleware/request-id.ts'
 import { requestLog } from '../../../edge/middleware/request-log.ts'
+import { requireJson } from '../../../edge/middleware/require-json.ts'
 import { traceContext } from '../../../edge/middleware/trace-context.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { Problem } from '../../../edge/problem.ts'
+import { halfABody } from '../body/half-a-body.ts'
 
 const lines: Array<Record<string, unknown>> = []
 const app = new Hono<AppEnv>()
@@ -21,6 +23,7 @@ app.post('/routed', (c) => {
 app.post('/refused', () => {
   throw new Problem(401, 'Unauthorized', 'no key')
 })
+app.post('/body', requireJson(), (c) => c.json({ length: c.get('bodyText')?.length }))
 app.onError(onError)
 
 const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
@@ -45,4 +48,23 @@ describe('requestLog middleware', () => {
     expect(res.status).toBe(401)
     expect(line).toEqual({ level: 'info', msg: 'request', request_id: 'req-00000001', trace_id: traceId, method: 'POST', path: '/refused', status: 401, duration_ms: expect.any(Number) })
   })
+})
+
+describe('a client that goes away mid-body', () => {
+  for (const [framing, headers] of [['chunked', {}], ['with a Content-Length', { 'content-length': '100' }]] as const) {
+    it(`is logged as client-closed (499, warn), not as a server error (${framing})`, async () => {
+      lines.length = 0
+      const serverErrors = vi.spyOn(console, 'error').mockImplementation(() => {})
+      try {
+        const res = await app.request('/body', {
+          method: 'POST', body: halfABody('{"instances":[{"age":'), duplex: 'half', headers: { 'content-type': 'application/json', ...headers },
+        } as RequestInit)
+        expect(res.status).toBe(499)
+        expect(lines).toEqual([expect.objectContaining({ level: 'warn', msg: 'request', path: '/body', status: 499 })])
+        expect(serverErrors).not.toHaveBeenCalled()
+      } finally {
+        serverErrors.mockRestore()
+      }
+    })
+  }
 })
