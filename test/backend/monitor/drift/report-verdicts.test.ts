@@ -2,16 +2,11 @@ import { describe, expect, it } from 'vitest'
 import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
 import { driftReport, verdictOf } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
+import { psiLevels } from './psi-levels.ts'
 
 /** Six numeric features alike, each over 3 bins of 300/400/300 reference rows; PSI levels 0.1 / 0.2. */
 const NAMES = ['f1', 'f2', 'f3', 'f4', 'f5', 'f6']
-const levels = {
-  statistic: 'psi' as const,
-  window: 1000,
-  warning: 0.1,
-  critical: 0.2,
-  no_drift: { reference_bins: 4, analytic_p99: 0, analytic_p999: 0, held_out_windows: 40, held_out_mean: 0, held_out_sd: 0 },
-}
+const levels = psiLevels(0.1, 0.2)
 const six: ReportBaseline = {
   format: 2,
   model: 'm',

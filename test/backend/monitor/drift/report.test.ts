@@ -3,14 +3,9 @@ import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
 import { driftReport, livePsiVector } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
 import { psi } from '../../../../shared/drift/statistics.ts'
+import { psiLevels } from './psi-levels.ts'
 
-const thresholds = (warning: number, critical: number) => ({
-  statistic: 'psi' as const,
-  window: 1000,
-  warning,
-  critical,
-  no_drift: { reference_bins: 4, analytic_p99: 0, analytic_p999: 0, held_out_windows: 40, held_out_mean: 0, held_out_sd: 0 },
-})
+const thresholds = psiLevels
 
 /** Two features: numeric `x` over 3 bins, categorical `c` with a, b; reference 1,000 rows each. */
 const baseline: ReportBaseline = {
