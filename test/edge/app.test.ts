@@ -55,6 +55,20 @@ describe('edge app skeleton', () => {
     expect(await from('https://a.example.test', '')).toBeNull()
   })
 
+  it('lets an operator page on an allowed origin PUT a rollout: If-Match allowed, ETag exposed, only the methods the API has', async () => {
+    const ORIGIN = 'https://ops.example.test'
+    const preflight = await app.request('/v1/models/credit-risk/rollout', {
+      method: 'OPTIONS',
+      headers: { origin: ORIGIN, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'if-match,content-type,x-api-key' },
+    }, { ALLOWED_ORIGINS: ORIGIN })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    expect(preflight.headers.get('access-control-allow-headers')!.split(',')).toEqual(expect.arrayContaining(['if-match', 'content-type', 'x-api-key']))
+    expect(preflight.headers.get('access-control-allow-methods')!.split(',').sort()).toEqual(['GET', 'HEAD', 'POST', 'PUT'])
+    const answer = await app.request('/healthz', { headers: { origin: ORIGIN } }, { ALLOWED_ORIGINS: ORIGIN })
+    expect(answer.headers.get('access-control-expose-headers')!.split(',')).toContain('etag')
+  })
+
   it('takes the body limit from MAX_BODY_BYTES when it is a positive whole number, else its own default', async () => {
     const post = (bytes: number, MAX_BODY_BYTES?: string) =>
       app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(bytes - 10) }), headers: { 'content-type': 'application/json' } }, MAX_BODY_BYTES === undefined ? {} : { MAX_BODY_BYTES })
