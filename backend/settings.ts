@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { LOG_LEVELS } from './logger.ts'
+import { DEFAULT_DRIFT_REDIS_TIMEOUT_MS } from './monitor/drift/count-store.ts'
 
 const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback)
 
@@ -29,6 +30,8 @@ export const settingsSchema = z.object({
   DRIFT_MONITORING: z.enum(['on', 'off']).default('on'),
   /** How often drift count deltas are sent to Redis. */
   DRIFT_FLUSH_MS: intFromEnv(10_000, 1),
+  /** Longest wait for one drift-count call to Redis (flush, marker, read); slower fails that call. */
+  DRIFT_REDIS_TIMEOUT_MS: intFromEnv(DEFAULT_DRIFT_REDIS_TIMEOUT_MS, 1),
 }).refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {
   message: 'set both UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or neither',
   path: ['UPSTASH_REDIS_REST_TOKEN'],

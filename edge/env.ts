@@ -23,6 +23,8 @@ export interface Bindings {
   UPSTASH_REDIS_REST_TOKEN?: string
   /** Time budget for a feature-store read before defaults are used (default 25 ms). */
   FEATURE_TIMEOUT_MS?: string
+  /** Time budget for each other Redis call: rollout state, keys, history, normalization counts (default 200 ms). */
+  REDIS_TIMEOUT_MS?: string
   /** Lambda CPU tier used when the backend is saturated or down; unset disables the fallback. */
   LAMBDA_FUNCTION?: string
   LAMBDA_REGION?: string

@@ -1,4 +1,5 @@
 import { Redis } from '@upstash/redis'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../shared/upstash-client.ts'
 import type { Context } from 'hono'
 import type { KeyStore } from './auth/key-store.ts'
 import { UpstashKeyStore } from './auth/upstash-key-store.ts'
@@ -62,6 +63,12 @@ const sharedRedis = (env: Bindings): Redis | undefined =>
     ? new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, retry: false, enableTelemetry: false })
     : undefined
 
+/** `REDIS_TIMEOUT_MS` as a positive number of milliseconds, else the default. */
+export const redisTimeoutMs = (env: Partial<Bindings>): number => {
+  const n = Number(env.REDIS_TIMEOUT_MS?.trim() || NaN)
+  return Number.isFinite(n) && n > 0 ? n : DEFAULT_EDGE_REDIS_TIMEOUT_MS
+}
+
 export const createServices = (env: Bindings): EdgeServices => {
   if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
   const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
@@ -69,21 +76,22 @@ export const createServices = (env: Bindings): EdgeServices => {
   // With a fallback, each answer says which tier served it (parameters.served_by).
   const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
   const redis = sharedRedis(env)
+  const bounded = { timeoutMs: redisTimeoutMs(env) }
   return {
     transport,
     catalog: new ModelCatalog({ transport }),
     // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
     monitor: new BackendMonitor({ baseUrl: env.BACKEND_URL }),
-    rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis)) : new MemoryRolloutStore(),
-    history: redis ? new UpstashHistoryStore(redis) : new MemoryHistoryStore(),
-    ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis) } : {}),
-    normalization: redis ? new UpstashNormalizationMetrics(redis) : new MemoryNormalizationMetrics(),
+    rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore(),
+    history: redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore(),
+    ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis, bounded) } : {}),
+    normalization: redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics(),
   }
 }
 
 /** The bindings the services are built from: a change to any of them builds new services. */
 const configurationKey = (env: Bindings | undefined): string =>
-  JSON.stringify([env?.BACKEND_URL, env?.UPSTASH_REDIS_REST_URL, env?.UPSTASH_REDIS_REST_TOKEN, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
+  JSON.stringify([env?.BACKEND_URL, env?.UPSTASH_REDIS_REST_URL, env?.UPSTASH_REDIS_REST_TOKEN, env?.REDIS_TIMEOUT_MS, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
 
 /**
  * One set of services per isolate and configuration: bindings arrive with each request (and each

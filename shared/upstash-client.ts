@@ -29,3 +29,18 @@ export const createUpstashClient = ({ url, token, requestTimeoutMs = 2_000 }: Up
     readYourWrites: false,
     signal: () => AbortSignal.timeout(requestTimeoutMs),
   })
+
+/** The edge's default wait for one Redis call outside the feature and rate-limit budgets (`REDIS_TIMEOUT_MS`). */
+export const DEFAULT_EDGE_REDIS_TIMEOUT_MS = 200
+
+/**
+ * Settles as `work` does, or fails once `ms` have passed: the one time limit on a Redis call in
+ * either tier. A late answer is dropped (the abort signal above ends the request itself later).
+ */
+export const within = <T>(work: Promise<T>, ms: number): Promise<T> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms)
+  })
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer))
+}

@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
 import { type KeyEntry, keyEntrySchema } from './api-key.ts'
 import type { KeyStore } from './key-store.ts'
 import { Problem } from '../problem.ts'
@@ -13,6 +14,8 @@ export interface UpstashKeyStoreOptions {
   missTtlMs?: number
   /** Most digests remembered per isolate. */
   maxEntries?: number
+  /** Longest wait for Redis per lookup; slower is handled as a failure (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
+  timeoutMs?: number
   now?: () => number
 }
 
@@ -22,21 +25,23 @@ export interface UpstashKeyStoreOptions {
  *
  * The lookup is by digest, not a constant-time scan: the digest of a 256-bit random key reveals
  * nothing usable about the key, so how long a lookup takes cannot help a guesser. A stored entry
- * is validated like the secret's; a malformed one is treated as absent. When Redis fails, an
- * entry this isolate already knows is served stale; otherwise the answer is 503, not 401: the key
- * may well be valid.
+ * is validated like the secret's; a malformed one is treated as absent. When Redis fails or does
+ * not answer within `timeoutMs`, an entry this isolate already knows is served stale; otherwise
+ * the answer is 503 with Retry-After, not 401: the key may well be valid.
  */
 export class UpstashKeyStore implements KeyStore {
   readonly #cache = new Map<string, { at: number; entry: KeyEntry | undefined }>()
   readonly #ttlMs: number
   readonly #missTtlMs: number
   readonly #maxEntries: number
+  readonly #timeoutMs: number
   readonly #now: () => number
 
-  constructor(private readonly redis: Redis, { ttlMs = 30_000, missTtlMs = 5_000, maxEntries = 10_000, now = Date.now }: UpstashKeyStoreOptions = {}) {
+  constructor(private readonly redis: Redis, { ttlMs = 30_000, missTtlMs = 5_000, maxEntries = 10_000, timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS, now = Date.now }: UpstashKeyStoreOptions = {}) {
     this.#ttlMs = ttlMs
     this.#missTtlMs = missTtlMs
     this.#maxEntries = maxEntries
+    this.#timeoutMs = timeoutMs
     this.#now = now
   }
 
@@ -46,7 +51,7 @@ export class UpstashKeyStore implements KeyStore {
     if (hit !== undefined && age < (hit.entry ? this.#ttlMs : this.#missTtlMs)) return hit.entry
     let stored: unknown
     try {
-      stored = await this.redis.hget(API_KEYS_HASH, hash)
+      stored = await within(this.redis.hget(API_KEYS_HASH, hash), this.#timeoutMs)
     } catch {
       if (hit?.entry) return hit.entry
       throw new Problem(503, 'Service Unavailable', 'API keys cannot be checked right now; retry shortly', { slug: 'auth-unavailable', headers: { 'retry-after': '1' } })

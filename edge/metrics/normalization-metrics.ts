@@ -1,4 +1,6 @@
 import type { Redis } from '@upstash/redis'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
+import { Problem } from '../problem.ts'
 
 /** Per API key: requests whose input needed fixing, and how many fixes in all. */
 export interface NormalizationTotals {
@@ -32,19 +34,34 @@ export class MemoryNormalizationMetrics implements NormalizationMetrics {
 
 export const NORMALIZATION_HASH = 'metrics:normalization'
 
-/** Counts every isolate shares: fields `<key>:requests` and `<key>:fixes` of one Redis hash. */
+export interface UpstashNormalizationMetricsOptions {
+  /** Longest wait for Redis per count or read (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
+  timeoutMs?: number
+}
+
+/**
+ * Counts every isolate shares: fields `<key>:requests` and `<key>:fixes` of one Redis hash. Every
+ * call is bounded by `timeoutMs`: a count that does not land in time is given up (it runs after
+ * the response), a read that does not is a 503 the scraper retries.
+ */
 export class UpstashNormalizationMetrics implements NormalizationMetrics {
-  constructor(private readonly redis: Redis) {}
+  readonly #timeoutMs: number
+
+  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS }: UpstashNormalizationMetricsOptions = {}) {
+    this.#timeoutMs = timeoutMs
+  }
 
   async record(keyName: string, fixes: number): Promise<void> {
     const pipeline = this.redis.pipeline()
     pipeline.hincrby(NORMALIZATION_HASH, `${keyName}:requests`, 1)
     pipeline.hincrby(NORMALIZATION_HASH, `${keyName}:fixes`, fixes)
-    await pipeline.exec()
+    await within(pipeline.exec(), this.#timeoutMs)
   }
 
   async totals(): Promise<NormalizationTotals> {
-    const fields = (await this.redis.hgetall<Record<string, unknown>>(NORMALIZATION_HASH)) ?? {}
+    const fields = (await within(this.redis.hgetall<Record<string, unknown>>(NORMALIZATION_HASH), this.#timeoutMs).catch(() => {
+      throw new Problem(503, 'Service Unavailable', 'the shared normalization counts cannot be read right now; retry shortly', { slug: 'metrics-unavailable', headers: { 'retry-after': '1' } })
+    })) ?? {}
     const totals: NormalizationTotals = {}
     for (const [field, value] of Object.entries(fields)) {
       const at = field.lastIndexOf(':')

@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { within } from '../../shared/upstash-client.ts'
 import { CircuitBreaker } from '../forward/circuit-breaker.ts'
 import { randomHex } from '../random-ids.ts'
 import { SlidingWindowLimiter, validateLimit, type RateLimiter, type RateLimitResult } from './sliding-window.ts'
@@ -34,15 +35,6 @@ return { admitted and 1 or 0, counted, tonumber(leaving[2]) }
 `
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
-
-/** Settles as `work` does, or fails once `ms` have passed (a late answer is dropped). */
-const within = <T>(work: Promise<T>, ms: number): Promise<T> => {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms)
-  })
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer))
-}
 
 const isWindowAnswer = (answer: unknown): answer is [number, number, number] =>
   Array.isArray(answer) && answer.length === 3 && answer.every((n) => Number.isFinite(n))

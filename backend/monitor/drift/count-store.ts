@@ -1,4 +1,5 @@
-import { createUpstashClient } from '../../../shared/upstash-client.ts'
+import type { Redis } from '@upstash/redis'
+import { createUpstashClient, within } from '../../../shared/upstash-client.ts'
 import type { DriftLayout } from './layout.ts'
 
 /** Hashes outlive the longest window (180 minutes) with room for a late reader. */
@@ -40,14 +41,27 @@ const toCounts = (reply: unknown): Map<number, number> => {
   return new Map(pairs.map(([field, value]) => [Number(field), Number(value)]))
 }
 
+/** How long one call to Redis may take (`DRIFT_REDIS_TIMEOUT_MS`). */
+export const DEFAULT_DRIFT_REDIS_TIMEOUT_MS = 1_000
+
+export interface RedisCountStoreOptions {
+  url: string
+  token: string
+  /** Longest wait per call; slower fails the call (default `DEFAULT_DRIFT_REDIS_TIMEOUT_MS`). */
+  timeoutMs?: number
+  /** The client to use instead of one built from `url` and `token` (tests). */
+  client?: Redis
+}
+
 /**
  * The store over Upstash's REST API, on the client the edge builds too (stored strings, a
  * timeout per request, and no retries: a retry of a request that did land would add twice).
  * One transaction (`MULTI`/`EXEC` in one HTTP request) per flush, so a flush lands whole or not
- * at all and its marker says which; a flush that times out is resolved by the marker next time.
+ * at all and its marker says which; a flush that fails or takes longer than `timeoutMs` is
+ * resolved by the marker next time, and a read that does fails the report it was for.
  */
-export const redisCountStore = ({ url, token }: { url: string; token: string }): CountStore => {
-  const redis = createUpstashClient({ url, token, requestTimeoutMs: 5_000 })
+export const redisCountStore = ({ url, token, timeoutMs = DEFAULT_DRIFT_REDIS_TIMEOUT_MS, client }: RedisCountStoreOptions): CountStore => {
+  const redis = client ?? createUpstashClient({ url, token, requestTimeoutMs: 5_000 })
   return {
     async apply(hashes, marker, value) {
       const tx = redis.multi()
@@ -56,17 +70,17 @@ export const redisCountStore = ({ url, token }: { url: string; token: string }):
         tx.expire(key, TTL_SECONDS)
       }
       tx.set(marker, value, { ex: TTL_SECONDS })
-      await tx.exec()
+      await within(tx.exec(), timeoutMs)
     },
     async marker(key) {
-      const value = await redis.get(key)
+      const value = await within(redis.get(key), timeoutMs)
       return value === null ? undefined : String(value)
     },
     async read(keys) {
       if (keys.length === 0) return []
       const pipeline = redis.pipeline()
       for (const key of keys) pipeline.hgetall(key)
-      return (await pipeline.exec<unknown[]>()).map(toCounts)
+      return (await within(pipeline.exec<unknown[]>(), timeoutMs)).map(toCounts)
     },
   }
 }

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest'
+import type { HistoryEntry } from '../../../edge/controller/history-store.ts'
+import { UpstashHistoryStore } from '../../../edge/controller/upstash-history-store.ts'
+import { rolloutSchema } from '../../../edge/routing/rollout.ts'
+import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/routing/upstash-rollout-store.ts'
+import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../faults/redis-slow.ts'
+
+const BUDGET_MS = 100
+
+const rollout = rolloutSchema.parse({ salt: 'exp', arms: [{ variant: 'stable', version: 2, weight: 95 }, { variant: 'canary', version: 3, weight: 5 }] })
+const stored = (command: string) => (command === 'hgetall' ? { revision: '4', rollout: JSON.stringify(rollout) } : 5)
+
+const entry: HistoryEntry = { id: 'e-1', model: 'm', time: '2026-12-01T00:00:00.000Z', actor: 'controller', action: 'step', variant: 'canary', from_weight: 1, to_weight: 5, reason: 'healthy', revision: 5 }
+
+useFakeTimersPerTest()
+
+describe('UpstashRolloutStore within its Redis budget', () => {
+  it('reads and writes when Redis answers just under the budget', async () => {
+    const store = new UpstashRolloutStore(slowRedis(() => BUDGET_MS - 1, stored), { timeoutMs: BUDGET_MS })
+    expect(await settledAfter(BUDGET_MS - 1, store.get('m'))).toEqual({ value: { rollout, revision: 4 } })
+    expect(await settledAfter(BUDGET_MS - 1, store.compareAndSet('m', 4, rollout))).toEqual({ value: 5 })
+  })
+
+  it('fails a read and a compare-and-set with 503 once Redis is slower than the budget', async () => {
+    const store = new UpstashRolloutStore(slowRedis(() => BUDGET_MS + 1, stored), { timeoutMs: BUDGET_MS })
+    expect(await settledAfter(BUDGET_MS, store.get('m'))).toMatchObject({ error: { status: 503 } })
+    expect(await settledAfter(BUDGET_MS, store.compareAndSet('m', 4, rollout))).toMatchObject({ error: { status: 503 } })
+  })
+})
+
+describe('CachedRolloutStore when its store does not answer in time', () => {
+  it('serves the last known rollout, or none (the default routing), and logs once per spell', async () => {
+    let now = 0
+    let delayMs = 0
+    const lines: string[] = []
+    const shared = new UpstashRolloutStore(slowRedis(() => delayMs, stored), { timeoutMs: BUDGET_MS })
+    const cache = new CachedRolloutStore(shared, { ttlMs: 1_000, now: () => now, log: (line) => lines.push(line) })
+    expect(await settledAfter(0, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
+    delayMs = BUDGET_MS + 1
+    now = 1_000
+    expect(await settledAfter(BUDGET_MS, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
+    expect(await settledAfter(BUDGET_MS, cache.get('never-read'))).toEqual({ value: undefined })
+    now = 2_000
+    expect(await settledAfter(BUDGET_MS, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
+    expect(lines).toHaveLength(1)
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn' })
+    delayMs = 0
+    now = 3_000
+    expect(await settledAfter(0, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
+    expect(lines).toHaveLength(2)
+    expect(JSON.parse(lines[1]!)).toMatchObject({ level: 'info' })
+  })
+
+  it('still fails a writer\'s fresh read, so nothing is derived from a stale revision', async () => {
+    const cache = new CachedRolloutStore(new UpstashRolloutStore(slowRedis(() => BUDGET_MS + 1, stored), { timeoutMs: BUDGET_MS }), { log: () => {} })
+    expect(await settledAfter(BUDGET_MS, cache.get('m', { fresh: true }))).toMatchObject({ error: { status: 503 } })
+  })
+})
+
+describe('UpstashHistoryStore within its Redis budget', () => {
+  it('lists and appends when Redis answers just under the budget', async () => {
+    const store = new UpstashHistoryStore(slowRedis(() => BUDGET_MS - 1, () => [JSON.stringify(entry)]), undefined, { timeoutMs: BUDGET_MS })
+    expect(await settledAfter(BUDGET_MS - 1, store.list('m', 10))).toEqual({ value: [entry] })
+    expect(await settledAfter(BUDGET_MS - 1, store.append(entry))).toEqual({ value: undefined })
+  })
+
+  it('answers a list with 503 and Retry-After, and fails an append, once Redis is slower than the budget', async () => {
+    const store = new UpstashHistoryStore(slowRedis(() => BUDGET_MS + 1, () => [JSON.stringify(entry)]), undefined, { timeoutMs: BUDGET_MS })
+    expect(await settledAfter(BUDGET_MS, store.list('m', 10))).toMatchObject({ error: { status: 503, extra: { headers: { 'retry-after': '1' } } } })
+    expect(await settledAfter(BUDGET_MS, store.append(entry))).toMatchObject({ error: expect.any(Error) })
+  })
+})
