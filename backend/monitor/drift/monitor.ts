@@ -48,6 +48,8 @@ export class DriftMonitor {
   private inDoubt: Flush | undefined
   /** Flushes and merged reads, one at a time. */
   private queue: Promise<unknown> = Promise.resolve()
+  /** Calls to Redis that failed so far: a task that saw this change while it waited fails too. */
+  private failures = 0
   private timer: NodeJS.Timeout | undefined
   private ticking = false
 
@@ -115,7 +117,17 @@ export class DriftMonitor {
   }
 
   private exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(task, task)
+    const failuresBefore = this.failures
+    // Behind a call that failed (a timeout, mostly), waiting out another budget would only make a
+    // report of several windows wait one budget per window: fail alike, the next one tries again.
+    const turn = async () => {
+      if (this.failures !== failuresBefore) throw new Error('drift counts unreadable: Redis failed while this call waited its turn')
+      return task().catch((err: unknown) => {
+        this.failures++
+        throw err
+      })
+    }
+    const run = this.queue.then(turn, turn)
     this.queue = run.catch(() => undefined)
     return run
   }

@@ -3,6 +3,8 @@ import type { HistoryEntry } from '../../../edge/controller/history-store.ts'
 import { UpstashHistoryStore } from '../../../edge/controller/upstash-history-store.ts'
 import { rolloutSchema } from '../../../edge/routing/rollout.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/routing/upstash-rollout-store.ts'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../../../shared/upstash-client.ts'
+import { redisTimeoutMs } from '../../../edge/services.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../faults/redis-slow.ts'
 
 const BUDGET_MS = 100
@@ -68,5 +70,14 @@ describe('UpstashHistoryStore within its Redis budget', () => {
     const store = new UpstashHistoryStore(slowRedis(() => BUDGET_MS + 1, () => [JSON.stringify(entry)]), undefined, { timeoutMs: BUDGET_MS })
     expect(await settledAfter(BUDGET_MS, store.list('m', 10))).toMatchObject({ error: { status: 503, extra: { headers: { 'retry-after': '1' } } } })
     expect(await settledAfter(BUDGET_MS, store.append(entry))).toMatchObject({ error: expect.any(Error) })
+  })
+})
+
+describe('REDIS_TIMEOUT_MS', () => {
+  it('is read as a positive number of milliseconds, else the default of 200 ms', () => {
+    expect(DEFAULT_EDGE_REDIS_TIMEOUT_MS).toBe(200)
+    expect(redisTimeoutMs({})).toBe(200)
+    expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: ' 40 ' })).toBe(40)
+    for (const bad of ['', '0', '-5', 'abc', 'Infinity']) expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: bad }), bad).toBe(200)
   })
 })

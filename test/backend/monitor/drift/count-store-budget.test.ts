@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { readSettings } from '../../../../backend/settings.ts'
 import { redisCountStore } from '../../../../backend/monitor/drift/count-store.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../../faults/redis-slow.ts'
 
@@ -23,5 +24,12 @@ describe('redisCountStore within its Redis budget', () => {
     expect(await settledAfter(BUDGET_MS, store.apply([{ key: 'k', indices: [0], deltas: [1] }], 'm', '1'))).toMatchObject({ error: { message: expect.stringMatching(/within 100 ms/) } })
     expect(await settledAfter(BUDGET_MS, store.marker('m'))).toMatchObject({ error: { message: expect.stringMatching(/within 100 ms/) } })
     expect(await settledAfter(BUDGET_MS, store.read(['k']))).toMatchObject({ error: { message: expect.stringMatching(/within 100 ms/) } })
+  })
+})
+
+describe('DRIFT_REDIS_TIMEOUT_MS', () => {
+  it('defaults to 1000 ms and takes a whole number of milliseconds', () => {
+    expect(readSettings({}).DRIFT_REDIS_TIMEOUT_MS).toBe(1_000)
+    expect(readSettings({ DRIFT_REDIS_TIMEOUT_MS: '250' }).DRIFT_REDIS_TIMEOUT_MS).toBe(250)
   })
 })
