@@ -6,6 +6,7 @@ import type { Metrics } from '../monitor/metrics.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { ModelOnDisk, Repository } from '../repository/repository.ts'
 import { ModelVersion, versionNotReady } from './model-version.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface ModelManagerOptions {
   batching: boolean
@@ -48,7 +49,7 @@ const VERSION = /^[1-9][0-9]{0,8}$/
 /** A version named in a path, as a number; 400 for anything that is not one. */
 const parseVersion = (version: string | undefined): number | undefined => {
   if (version === undefined) return undefined
-  if (!VERSION.test(version)) throw new InferenceError(400, `version "${version}" is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
+  if (!VERSION.test(version)) throw new InferenceError(400, `version ${quoteInput(version)} is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
   return Number(version)
 }
 
@@ -89,7 +90,7 @@ export class ModelManager {
     const wanted = parseVersion(version)
     let slot = this.slots.get(name)
     if (!slot) {
-      if (!(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
+      if (!(await this.repository.has(name))) throw notFound(`unknown model ${quoteInput(name)}`)
       slot = this.slot(name)
     }
     if (slot.unloaded) throw unavailable(`model "${name}" is unloaded; load it through the repository API`)
@@ -120,7 +121,7 @@ export class ModelManager {
       // Gone from disk: whatever still serves it is retired.
       const stale = this.slots.get(name)
       if (stale) await this.enqueue(stale, () => this.sync(stale))
-      throw notFound(`unknown model "${name}"`)
+      throw notFound(`unknown model ${quoteInput(name)}`)
     }
     const slot = this.slot(name)
     slot.unloaded = false
@@ -135,7 +136,7 @@ export class ModelManager {
   /** Unloads every version of a model once its accepted requests are answered. */
   async unload(name: string): Promise<void> {
     const slot = this.slots.get(name)
-    if (!slot && !(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
+    if (!slot && !(await this.repository.has(name))) throw notFound(`unknown model ${quoteInput(name)}`)
     if (!slot) return
     slot.unloaded = true
     await this.enqueue(slot, () => this.retireAll(slot, 'unloaded'))
@@ -161,7 +162,7 @@ export class ModelManager {
     const wanted = parseVersion(version)
     const slot = this.slots.get(name)
     if (!slot || (wanted !== undefined && !slot.serving.has(wanted))) {
-      if (!(await this.repository.has(name))) throw notFound(`unknown model "${name}"`)
+      if (!(await this.repository.has(name))) throw notFound(`unknown model ${quoteInput(name)}`)
       if (wanted !== undefined && !(await this.repository.versionFolders(name)).includes(wanted)) throw notFound(`model "${name}" has no version ${wanted}`)
     }
     return slot && !this.shuttingDown ? this.pick(slot, wanted) : undefined

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { InferenceError, badRequest } from '../errors.ts'
 import type { BackendEnv } from '../env.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface RequireJsonOptions {
   /** Largest body accepted, in bytes (413 beyond). */
@@ -63,7 +64,7 @@ export const requireJson = ({ maxBytes, optional = false }: RequireJsonOptions):
     if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes)
     const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
     if (encoding && encoding !== 'identity') {
-      throw new InferenceError(415, `unsupported Content-Encoding "${encoding}"; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
+      throw new InferenceError(415, `unsupported Content-Encoding ${quoteInput(encoding)}; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
     }
     const body = declared === undefined && c.req.header('transfer-encoding') !== undefined ? c.req.raw.body : null
     const text = body ? await readCapped(body, maxBytes) : await c.req.text()
@@ -73,7 +74,7 @@ export const requireJson = ({ maxBytes, optional = false }: RequireJsonOptions):
     }
     const type = c.req.header('content-type') ?? ''
     if (!isJson(type)) {
-      throw new InferenceError(415, `expected Content-Type application/json, got ${type ? `"${type}"` : 'none'}`, {}, 'unsupported_media_type')
+      throw new InferenceError(415, `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`, {}, 'unsupported_media_type')
     }
     if (text.length === 0) throw badRequest('request body is empty; expected a JSON object')
     try {

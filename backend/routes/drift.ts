@@ -6,6 +6,7 @@ import type { DriftCounter } from '../monitor/drift/counter.ts'
 import { MINUTE_MS, RETAINED_MINUTES } from '../monitor/drift/minute-buckets.ts'
 import { readReportBaseline, type ReportBaseline } from '../monitor/drift/report-baseline.ts'
 import { driftReport, type DriftReport } from '../monitor/drift/report.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 
 const DEFAULT_WINDOW_MINUTES = 15
 /** Windows the alert rule looks back over (it needs 3 in a row, and 3 more to clear). */
@@ -55,7 +56,7 @@ export const versionDriftReport = async (served: ModelVersion, minutes: number, 
 
 const servedVersion = async ({ manager }: BackendDeps, model: string, version: string): Promise<ModelVersion> => {
   const served = await manager.serving(model, version)
-  if (!served) throw notFound(`model "${model}" version ${version} is not loaded`)
+  if (!served) throw notFound(`model ${quoteInput(model)} version ${quoteInput(version)} is not loaded`)
   return served
 }
 

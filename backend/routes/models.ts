@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 import { notFound } from '../errors.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 
 /** Model metadata, readiness and statistics, with and without `/versions/{v}`. */
 export const modelRoutes = ({ manager }: BackendDeps) => {
@@ -41,7 +42,7 @@ export const modelRoutes = ({ manager }: BackendDeps) => {
     app.get(`${prefix}/stats`, async (c) => {
       const { model, version } = c.req.param() as { model: string; version?: string }
       const serving = await manager.serving(model, version)
-      if (!serving) throw notFound(`model "${model}"${version ? ` version ${version}` : ''} is not loaded`)
+      if (!serving) throw notFound(`model ${quoteInput(model)}${version ? ` version ${quoteInput(version)}` : ''} is not loaded`)
       return c.json({
         model_stats: [{
           name: model,

@@ -6,6 +6,7 @@ import { Problem } from '../problem.ts'
 import { reroutesOf, type Reroutes } from '../routing/reroutes.ts'
 import { assignArm, inShadow, pinnable, standInFor, type Assignment, type Rollout } from '../routing/rollout.ts'
 import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface RouteOptions {
   /** The catalog and rollout state for this request's isolate. */
@@ -47,7 +48,7 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     // A version in the path (Open Inference Protocol routes) pins just like the header.
     const pin = c.req.param('version') ?? c.req.header(HEADERS.modelVersion)
     if (pin !== undefined) {
-      if (!/^[1-9][0-9]{0,8}$/.test(pin.trim())) throw new Problem(400, 'Bad Request', `${HEADERS.modelVersion} must be a version number, got "${pin.slice(0, 32)}"`)
+      if (!/^[1-9][0-9]{0,8}$/.test(pin.trim())) throw new Problem(400, 'Bad Request', `${HEADERS.modelVersion} must be a version number, got ${quoteInput(pin)}`)
       const version = Number(pin)
       if (!model.versions.includes(version)) throw new Problem(404, 'Not Found', `model "${name}" has no version ${version} (served: ${model.versions.join(', ')})`)
       if (!pinnable(rollout).has(version)) throw new Problem(400, 'Bad Request', `version ${version} of "${name}" may not be pinned (allowed: ${[...pinnable(rollout)].join(', ')})`)

@@ -108,4 +108,31 @@ describe('a huge name is quoted cut, not echoed', () => {
       expect((JSON.parse(text) as { error: string }).error).toContain(`(cut, ${huge.length} characters)`)
     })
   }
+
+  const long = 'm'.repeat(8_000)
+  const direct: Array<[string, string, RequestInit]> = [
+    ['a long unknown model name in the path', `/v2/models/${long}/infer`, { method: 'POST', body: '{"inputs":[]}', headers: { 'content-type': 'application/json' } }],
+    ['a long version in the path', `/v2/models/credit-risk/versions/${long}/infer`, { method: 'POST', body: '{"inputs":[]}', headers: { 'content-type': 'application/json' } }],
+    ['a long unknown model in a metadata path', `/v2/models/${long}/versions/1`, { method: 'GET' }],
+    ['a long Content-Type', INFER, { method: 'POST', body: '{}', headers: { 'content-type': long } }],
+    ['a long Content-Encoding', INFER, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'content-encoding': long } }],
+  ]
+  for (const [what, path, init] of direct) {
+    it(`${what}, sent to the backend directly`, async () => {
+      const res = await fetch(`${backend.url}${path}`, init)
+      expect(res.status).toBeGreaterThanOrEqual(400)
+      expect(res.status).toBeLessThan(500)
+      const text = await res.text()
+      expect(text.length).toBeLessThan(SMALL_BODY)
+      expect((JSON.parse(text) as { error: string }).error).toContain(`(cut, ${long.length} characters)`)
+    })
+  }
+
+  it('a long X-Model-Version pin at the edge', async () => {
+    const res = await app.request(INFER, { method: 'POST', body: `{"inputs":[${features(row)}]}`, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-model-version': long } }, env())
+    expect(res.status).toBe(400)
+    const text = await res.text()
+    expect(text.length).toBeLessThan(SMALL_BODY)
+    expect(text, text).toContain(`(cut, ${long.length} characters)`)
+  })
 })
