@@ -28,6 +28,8 @@ const schemas = {
     instance: z.string().optional(),
     request_id: z.string().optional(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    /** On /v2 routes: the detail again, where Open Inference Protocol clients read it. */
+    error: z.string().optional(),
   }),
   Rollout: rolloutSchema,
   InferRequest: z.object({
