@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import { createController } from '../../../edge/controller/controller.ts'
 import type { HistoryEntry } from '../../../edge/controller/history-store.ts'
 import { UpstashHistoryStore } from '../../../edge/controller/upstash-history-store.ts'
 import { rolloutSchema } from '../../../edge/routing/rollout.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/routing/upstash-rollout-store.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../../../shared/upstash-client.ts'
 import { redisTimeoutMs } from '../../../edge/services.ts'
+import { canaryRollout, FakeMonitorSource, MINUTE, T0 } from '../controller/support.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../faults/redis-slow.ts'
 
 const BUDGET_MS = 100
@@ -79,5 +81,25 @@ describe('REDIS_TIMEOUT_MS', () => {
     expect(redisTimeoutMs({})).toBe(200)
     expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: ' 40 ' })).toBe(40)
     for (const bad of ['', '0', '-5', 'abc', 'Infinity']) expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: bad }), bad).toBe(200)
+  })
+})
+
+describe('the controller tick when Redis does not answer in time', () => {
+  it('ends within the budget with the model failed, instead of hanging on its write', async () => {
+    let delayMs = 0
+    const canary = canaryRollout(5)
+    const redis = slowRedis(() => delayMs, (command) => (command === 'hgetall' ? { revision: '1', rollout: JSON.stringify(canary) } : 2))
+    const rollouts = new CachedRolloutStore(new UpstashRolloutStore(redis, { timeoutMs: BUDGET_MS }), { ttlMs: 60 * MINUTE, log: () => {} })
+    expect(await settledAfter(0, rollouts.get('credit-risk'))).toMatchObject({ value: { revision: 1 } })
+    delayMs = BUDGET_MS + 1
+    const controller = createController({
+      rollouts,
+      history: new UpstashHistoryStore(redis, undefined, { timeoutMs: BUDGET_MS }),
+      source: new FakeMonitorSource(),
+      models: async () => ['credit-risk'],
+      now: () => T0 + 30 * MINUTE,
+      log: () => {},
+    })
+    expect(await settledAfter(BUDGET_MS, controller.tick())).toMatchObject({ value: [{ model: 'credit-risk', outcome: 'failed' }] })
   })
 })
