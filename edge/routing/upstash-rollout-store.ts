@@ -19,7 +19,9 @@ export interface UpstashRolloutStoreOptions {
   timeoutMs?: number
 }
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+/** What went wrong, for the log: the underlying cause when the error wraps one. */
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? (error.cause === undefined ? error.message : messageOf(error.cause)) : String(error)
 
 /**
  * Rollout state in Redis hashes `rollout:{model}` (revision, rollout JSON), shared by every isolate.
@@ -34,9 +36,11 @@ export class UpstashRolloutStore implements RolloutStore {
   }
 
   #bounded<T>(work: Promise<T>): Promise<T> {
-    // The detail is for clients: what Redis said stays out of it.
-    return within(work, this.#timeoutMs).catch(() => {
-      throw new Problem(503, 'Service Unavailable', 'rollout state cannot be reached right now; retry shortly', { slug: 'rollout-unavailable', headers: { 'retry-after': '1' } })
+    return within(work, this.#timeoutMs).catch((error: unknown) => {
+      // The detail is for clients: what Redis said stays out of it, kept as the cause for the log.
+      const problem = new Problem(503, 'Service Unavailable', 'rollout state cannot be reached right now; retry shortly', { slug: 'rollout-unavailable', headers: { 'retry-after': '1' } })
+      problem.cause = error
+      throw problem
     })
   }
 

@@ -47,7 +47,7 @@ describe('CachedRolloutStore when its store does not answer in time', () => {
     now = 2_000
     expect(await settledAfter(BUDGET_MS, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
     expect(lines).toHaveLength(1)
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn' })
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', model: 'm', error: `no answer from Redis within ${BUDGET_MS} ms` })
     delayMs = 0
     now = 3_000
     expect(await settledAfter(0, cache.get('m'))).toEqual({ value: { rollout, revision: 4 } })
