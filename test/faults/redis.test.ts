@@ -29,6 +29,9 @@ const FAULT_MS = 10_000
 const MARGIN_MS = 2_000
 /** The rollout cache's TTL: after it, a read asks Redis again. */
 const ROLLOUT_TTL_MS = 2_000
+/** Concurrent clients, and for how long they send, while the fault is on. */
+const CLIENTS = 4
+const LOAD_MS = 1_500
 const LIMITER_MS = 50
 const FEATURES_MS = 200
 const REDIS_MS = DEFAULT_EDGE_REDIS_TIMEOUT_MS
@@ -177,6 +180,16 @@ const duringFault = async (fault: Fault) => {
       return res.status === 200 && res.headers.get('x-features-degraded') === null
     },
   })
+
+  // The review's reproduction: concurrent clients keep being answered while the fault lasts.
+  const answers: Array<{ res: Response; ms: number }> = []
+  const stopAt = performance.now() + LOAD_MS
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
+    while (performance.now() < stopAt) answers.push(await timed(() => predict(secret.web, `u-${fault}`)))
+  }))
+  expect(new Set(answers.map(({ res }) => `${res.status} ${res.headers.get('x-features-degraded')}`))).toEqual(new Set(['200 1']))
+  expect(answers.length).toBeGreaterThanOrEqual(CLIENTS)
+  record(fault, `${CLIENTS} concurrent clients (predict)`, `${answers.length} answers in ${LOAD_MS / 1000} s, all 200 degraded (slowest shown)`, Math.max(...answers.map((a) => a.ms)), predictBudget)
 
   const limited = []
   for (let i = 0; i < 4; i++) limited.push(await timed(() => predict(secret.tight[fault], `u-${fault}`)))
