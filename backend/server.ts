@@ -40,7 +40,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     },
   })
   const { UPSTASH_REDIS_REST_URL: redisUrl, UPSTASH_REDIS_REST_TOKEN: redisToken } = settings
-  const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken }) : undefined
+  const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken, timeoutMs: settings.DRIFT_REDIS_TIMEOUT_MS }) : undefined
   const drift = settings.DRIFT_MONITORING === 'on' ? new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store }) : undefined
   manager = new ModelManager(repository, {
     batching: settings.BATCHING === 'on',

@@ -35,8 +35,10 @@ const LOAD_MS = 1_500
 const LIMITER_MS = 50
 const FEATURES_MS = 200
 const REDIS_MS = DEFAULT_EDGE_REDIS_TIMEOUT_MS
+/** The backend's drift-count budget, set below its default so that the setting is seen to reach the store. */
+const DRIFT_REDIS_MS = DEFAULT_DRIFT_REDIS_TIMEOUT_MS - 300
 /** A backend read may wait behind one flush in flight, then make its own call. */
-const DRIFT_MS = 2 * DEFAULT_DRIFT_REDIS_TIMEOUT_MS
+const DRIFT_MS = 2 * DRIFT_REDIS_MS
 
 let redis: RedisServer
 let adapter: UpstashAdapter
@@ -101,7 +103,7 @@ beforeAll(async () => {
   adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 3 * FAULT_MS })
   client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false })
   await seed()
-  backend = await startBackend({ MODEL_REPOSITORY: 'models', UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
+  backend = await startBackend({ MODEL_REPOSITORY: 'models', UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500', DRIFT_REDIS_TIMEOUT_MS: String(DRIFT_REDIS_MS) })
   worker = await startWorker({
     BACKEND_URL: backend.url,
     API_KEYS: JSON.stringify([
@@ -237,6 +239,8 @@ const duringFault = async (fault: Fault) => {
   expect(report.status).toBe(503)
   expect(report.headers.get('retry-after')).toBe('1')
   expect(reportBody.error).toMatch(/drift counts could not be read/)
+  // The flush that met the stall names the budget it gave up after: DRIFT_REDIS_TIMEOUT_MS reached the store.
+  if (fault === 'stall') await until(() => backend.logs.some((l) => l.msg === 'drift counts not flushed; kept for the next flush' && String(l.error).includes(`within ${DRIFT_REDIS_MS} ms`)), { tries: 100, everyMs: 50 })
   recoveries.push({
     measured: record(fault, 'drift counts (backend drift report)', '503 + Retry-After: 1, {"error"}', reportMs, DRIFT_MS),
     check: async () => (await driftReport()).status === 200,
