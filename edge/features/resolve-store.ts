@@ -1,12 +1,12 @@
 import type { Context } from 'hono'
-import demoFeatures from '../../infra/local/features.json' with { type: 'json' }
+import demoFeatures from './demo-seed.json' with { type: 'json' }
 import type { AppEnv, Bindings } from '../env.ts'
 import { CachedFeatureStore, type CachedFeatureStoreOptions } from './cached-store.ts'
 import type { FeatureStore } from './feature-store.ts'
 import { type FeatureSeed, MemoryFeatureStore } from './memory-store.ts'
 import { UpstashFeatureStore } from './upstash-store.ts'
 
-/** The embedded default (local dev): a handful of demo users, `infra/local/features.json`. */
+/** The embedded default when no Redis is configured (local dev): a handful of demo users, `demo-seed.json`. */
 export const DEFAULT_FEATURE_SEED: FeatureSeed = demoFeatures
 
 export const DEFAULT_FEATURE_TIMEOUT_MS = 25

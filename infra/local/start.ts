@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import { featureKey } from '../../edge/features/feature-store.ts'
-import seed from './features.json' with { type: 'json' }
+import seed from '../../edge/features/demo-seed.json' with { type: 'json' }
 import { assertPortFree, confirmBackend, confirmEdge, listenPort } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
 

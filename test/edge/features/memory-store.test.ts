@@ -41,9 +41,9 @@ describe('MemoryFeatureStore', () => {
   })
 })
 
-describe('infra/local/features.json (the embedded default)', () => {
+describe('edge/features/demo-seed.json (the embedded default)', () => {
   it('is the default seed, and every demo user has valid credit-risk entity features', async () => {
-    expect(DEFAULT_FEATURE_SEED).toEqual(JSON.parse(readFileSync('infra/local/features.json', 'utf8')))
+    expect(DEFAULT_FEATURE_SEED).toEqual(JSON.parse(readFileSync('edge/features/demo-seed.json', 'utf8')))
     const store = new MemoryFeatureStore(DEFAULT_FEATURE_SEED)
     const entityFeatures = creditRisk.features.filter((f) => f.source !== 'request')
     expect(entityFeatures.map((f) => f.name)).toEqual(['account_age_months', 'num_products'])

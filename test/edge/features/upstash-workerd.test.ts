@@ -60,7 +60,7 @@ describe('UpstashFeatureStore bundled by wrangler, in real workerd', () => {
     expect(await (await fetch(`${url}/?entity=user&id=nobody`)).json()).toEqual({ values: null })
   })
 
-  it('the bundle carries the embedded default seed (infra/local/features.json)', async () => {
+  it('the bundle carries the embedded default seed (edge/features/demo-seed.json)', async () => {
     expect(await (await fetch(`${url}/seed`)).json()).toEqual(['u-1', 'u-2', 'u-3', 'u-4', 'u-5'])
   })
 
