@@ -1,40 +1,18 @@
 import type { Feature, FeatureSpec, FeatureValue } from '../../shared/feature-spec.ts'
 import { UNSEEN_CATEGORY } from '../../shared/feature-spec.ts'
-import { calibrateThresholds, heldOutWindows, type DriftThresholds } from './drift-thresholds.ts'
+import {
+  BASELINE_FORMAT, OTHER_CATEGORY, binIndex, psiReference, type CategoricalBins, type DriftThresholds, type NumericBins,
+} from '../monitor/drift/baseline-format.ts'
+import { calibrateThresholds, heldOutWindows } from './drift-thresholds.ts'
 
 /**
  * `baseline.json`: the reference distributions a model version ships with. The monitor counts live
- * traffic into exactly these bins and compares, so the bin rule here is the monitor's bin rule.
+ * traffic into exactly these bins and compares, so the bins are cut and counted with its `binIndex`.
  */
 
-export const BASELINE_FORMAT = 2
-export const OTHER_CATEGORY = '__other__'
 const BINS = 20
 /** Categories rarer than this, together, fold into `__other__`. */
 const CATEGORY_COVERAGE = 0.99
-
-export interface NumericBins {
-  name: string
-  kind: 'numeric'
-  /** Ascending, unique; `edges.length + 1` bins. */
-  edges: number[]
-  counts: number[]
-  min: number
-  max: number
-  /** Rows without a value. */
-  missing: number
-  missing_rate: number
-}
-
-export interface CategoricalBins {
-  name: string
-  kind: 'categorical'
-  /** By descending count; the rest of the known categories count as `__other__`. */
-  categories: string[]
-  counts: Record<string, number>
-  missing: number
-  missing_rate: number
-}
 
 export type NumericBaseline = NumericBins & { thresholds: DriftThresholds }
 export type CategoricalBaseline = CategoricalBins & { thresholds: DriftThresholds }
@@ -55,31 +33,8 @@ export interface Baseline {
   }
 }
 
-/**
- * A feature's reference counts in the layout every PSI over it uses: missing first, then
- * numeric: the `edges.length + 1` bins (live values below `min` or above `max` count into the
- * first or last bin, so there is no out-of-range cell);
- * categorical: the listed categories in baseline order, `__other__`, `__unseen__`.
- */
-export const psiReference = (feature: NumericBins | CategoricalBins): number[] =>
-  feature.kind === 'numeric'
-    ? [feature.missing, ...feature.counts]
-    : [feature.missing, ...[...feature.categories, OTHER_CATEGORY, UNSEEN_CATEGORY].map((c) => feature.counts[c])]
-
 /** The prediction histogram's reference counts: its bins, no missing cell. */
 export const predictionReference = (baseline: Baseline): number[] => [...baseline.prediction.counts]
-
-/** Bin of `value`: the number of edges at or below it, so a value on an edge goes to the upper bin. */
-export const binIndex = (edges: readonly number[], value: number): number => {
-  let lo = 0
-  let hi = edges.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (edges[mid] <= value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
 
 const histogram = (edges: readonly number[], values: Iterable<number>): number[] => {
   const counts = new Array<number>(edges.length + 1).fill(0)

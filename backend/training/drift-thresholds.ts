@@ -1,4 +1,5 @@
 import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
+import type { DriftThresholds } from '../monitor/drift/baseline-format.ts'
 
 /**
  * PSI alert levels for one binned distribution, calibrated for windows of `WINDOW` live rows
@@ -12,27 +13,6 @@ export const WINDOW = 1_000
 export const MIN_WINDOWS = 40
 export const PSI_WARNING = 0.1
 export const PSI_CRITICAL = 0.2
-
-export interface DriftThresholds {
-  statistic: 'psi'
-  /** Rows per window the levels hold for. */
-  window: number
-  warning: number
-  critical: number
-  /** Where PSI lands when nothing has drifted, the evidence for raising the floors. */
-  no_drift: {
-    /** Bins with reference mass: b, for b − 1 degrees of freedom. */
-    reference_bins: number
-    /** (1/window + 1/reference rows) · χ²₀.₉₉(b − 1). */
-    analytic_p99: number
-    /** The same at the 0.999 quantile. */
-    analytic_p999: number
-    /** Windows of held-out rows from the training distribution, each scored against the reference. */
-    held_out_windows: number
-    held_out_mean: number
-    held_out_sd: number
-  }
-}
 
 /** Consecutive `WINDOW`-row slices of held-out rows; a trailing partial window is not a window. */
 export const heldOutWindows = <T>(rows: readonly T[]): T[][] => {

@@ -8,7 +8,7 @@ const ascending = (edges: readonly number[]) => edges.every((e, i) => i === 0 ||
 export const edges = z.array(z.number()).refine(ascending, 'edges must be strictly ascending')
 
 /**
- * The part of `baseline.json` (backend/training/baseline.ts) that fixes the bins. Other fields
+ * The part of `baseline.json` (see baseline-format.ts) that fixes the bins. Other fields
  * (reference counts, thresholds) belong to the statistics and are not read here, so the file
  * can grow without breaking the counters.
  */

@@ -1,5 +1,5 @@
 import type { TensorMap, TensorValues } from '../../executor/tensor.ts'
-import { binIndex } from '../../training/baseline.ts'
+import { binIndex } from './baseline-format.ts'
 import type { DriftCounts } from './counts.ts'
 import { latencyBucket } from './latency.ts'
 import { toDriftCounts, type DriftLayout, type FeatureSlots } from './layout.ts'

@@ -1,4 +1,4 @@
-import { binIndex } from '../../training/baseline.ts'
+import { binIndex } from './baseline-format.ts'
 import type { HealthCounts } from './counts.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { BASELINE_FORMAT } from '../../training/baseline.ts'
+import { BASELINE_FORMAT } from './baseline-format.ts'
 import { BASELINE_FILE, edges, parseBaselineFile } from './baseline-file.ts'
 
 const counts = z.array(z.number().nonnegative())

@@ -1,6 +1,5 @@
 import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
-import { psiReference } from '../../training/baseline.ts'
-import type { DriftThresholds } from '../../training/drift-thresholds.ts'
+import { psiReference, type DriftThresholds } from './baseline-format.ts'
 import type { DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
 import type { ReportBaseline } from './report-baseline.ts'

@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import {
-  binIndex, computeBaseline, predictionReference, psiReference, quantileEdges,
-} from '../../../backend/training/baseline.ts'
+import { computeBaseline, predictionReference, quantileEdges } from '../../../backend/training/baseline.ts'
+import { psiReference } from '../../../backend/monitor/drift/baseline-format.ts'
 import { chiSquareQuantile } from '../../../shared/drift/statistics.ts'
 import { featureSpec, type FeatureValue } from '../../../shared/feature-spec.ts'
-
-describe('binIndex', () => {
-  const edges = [1, 2, 5]
-  it('counts the edges at or below a value, so a value on an edge goes to the upper bin', () => {
-    expect([-1, 0.999, 1, 1.5, 2, 4.9, 5, 100].map((v) => binIndex(edges, v))).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
-  })
-  it('puts everything in bin 0 when there are no edges', () => {
-    expect(binIndex([], 42)).toBe(0)
-  })
-})
 
 describe('quantileEdges', () => {
   it('gives 19 interior edges for distinct values', () => {
