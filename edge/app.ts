@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono'
 import { secureHeaders } from 'hono/secure-headers'
 import { envKeyStore } from './auth/key-store.ts'
 import type { KeyStore } from './auth/key-store.ts'
+import { predictable } from './catalog/model-catalog.ts'
 import type { AppEnv } from './env.ts'
 import { featureStoreResolver } from './features/resolve-store.ts'
 import { auth } from './middleware/auth.ts'
@@ -78,7 +79,7 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
   const keys = keysOption ?? envKeyStore({ shared: (c) => services(c).keys })
   // Without Redis, one limiter per isolate: createApp runs once per isolate in the worker.
   const limiter = limiterOption ?? new SlidingWindowLimiter()
-  const specFor = async (c: Context<AppEnv>, model: string) => (await services(c).catalog.describe(model, c.get('requestId'))).spec
+  const specFor = async (c: Context<AppEnv>, model: string) => predictable(await services(c).catalog.describe(model, c.get('requestId'))).spec
   const maxInstances = (c: Context<AppEnv>) => Number(c.env?.MAX_INSTANCES ?? 64) || 64
   const bodyLimit = (c: Context<AppEnv>) => {
     const bytes = Number(c.env?.MAX_BODY_BYTES)

@@ -9,12 +9,28 @@ const postprocess = z.object({
   threshold: z.number().min(0).max(1).optional(),
 })
 
-/** What the edge knows of a model: served versions, the feature spec and how to read outputs. */
+/**
+ * What the edge knows of a model: served versions, and for a model clients may call through
+ * predict, the feature spec and how to read outputs. Tensor-only models have neither.
+ */
 export interface ModelDescription {
   name: string
   versions: number[]
-  spec: FeatureSpec
-  postprocess: z.infer<typeof postprocess>
+  spec?: FeatureSpec
+  postprocess?: z.infer<typeof postprocess>
+}
+
+/** A model the predict path can serve: it has both a feature spec and a postprocess. */
+export type PredictableModel = Required<ModelDescription>
+
+/**
+ * The model as the predict path needs it, or a refusal naming the route it can be called through.
+ * 404, not 422: the body is not at fault; this model has no predict operation whatever the body says.
+ */
+export const predictable = (model: ModelDescription): PredictableModel => {
+  const { spec, postprocess } = model
+  if (spec && postprocess) return { ...model, spec, postprocess }
+  throw new Problem(404, 'Not Found', `model "${model.name}" has no feature spec or postprocess, so no predict; call it through /v2/models/${model.name}/infer`, { slug: 'no-feature-spec' })
 }
 
 export interface ModelCatalogOptions {
@@ -25,8 +41,9 @@ export interface ModelCatalogOptions {
 }
 
 /**
- * The backend's model metadata, cached in the isolate: the feature spec has one source of
- * truth (the model's config.json, served by the backend) and the edge compiles from it.
+ * The backend's model metadata, cached in the isolate, for every model it serves: the feature
+ * spec has one source of truth (the model's config.json, served by the backend) and the edge
+ * compiles from it.
  */
 export class ModelCatalog {
   private readonly cache = new Map<string, { at: number; value: Promise<ModelDescription> }>()
@@ -55,14 +72,15 @@ export class ModelCatalog {
     const metadata = await this.transport.metadata(model, requestId)
     const spec = featureSpec.safeParse(metadata.features)
     const post = postprocess.safeParse(metadata.postprocess)
-    if (!spec.success || !post.success) {
-      throw new Problem(501, 'Not Implemented', `model "${model}" has no feature spec or postprocess; call it through /v2/models/${model}/infer`, { slug: 'no-feature-spec' })
+    // One that is there but does not parse leaves the model tensor-only: say so where operators look.
+    if ((metadata.features !== undefined && !spec.success) || (metadata.postprocess !== undefined && !post.success)) {
+      console.error(JSON.stringify({ level: 'warn', msg: 'model metadata has a feature spec or postprocess the edge cannot read; predict is refused for it', model }))
     }
     return {
       name: model,
       versions: (metadata.versions ?? []).map(Number).filter(Number.isInteger).sort((a, b) => a - b),
-      spec: spec.data,
-      postprocess: post.data,
+      ...(spec.success ? { spec: spec.data } : {}),
+      ...(post.success ? { postprocess: post.data } : {}),
     }
   }
 }

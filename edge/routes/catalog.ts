@@ -8,7 +8,7 @@ export interface CatalogRoutesOptions {
   services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; transport: Transport }
 }
 
-/** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, features, labels, rollout. */
+/** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, rollout, and features and labels when it has them (predict). */
 export const catalogRoutes = ({ services }: CatalogRoutesOptions) =>
   new Hono<AppEnv>()
   .get('/v1/models', async (c) => {
@@ -23,8 +23,8 @@ export const catalogRoutes = ({ services }: CatalogRoutesOptions) =>
     return c.json({
       name: model.name,
       versions: model.versions.map(String),
-      features: model.spec.features,
-      labels: model.postprocess.labels,
+      ...(model.spec ? { features: model.spec.features } : {}),
+      ...(model.postprocess ? { labels: model.postprocess.labels } : {}),
       rollout: { arms: rollout.arms, pinnable: [...new Set([...rollout.pinnable, ...rollout.arms.map((a) => a.version)])].sort((a, b) => a - b) },
     })
   })

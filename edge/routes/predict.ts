@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import { type FeatureSpec, encodeInstance, specWidth } from '../../shared/feature-spec.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../shared/protocol.ts'
-import type { ModelDescription } from '../catalog/model-catalog.ts'
+import { type PredictableModel, predictable } from '../catalog/model-catalog.ts'
 import { inBackground } from '../background.ts'
 import type { AppEnv } from '../env.ts'
 import type { InferCall, Transport } from '../forward/transport.ts'
@@ -24,7 +24,7 @@ export interface PredictHandlerOptions {
 }
 
 /** Turns one row of class probabilities into the label the model's postprocess names. */
-export const toPrediction = (probabilities: readonly number[], post: ModelDescription['postprocess']): Prediction => {
+export const toPrediction = (probabilities: readonly number[], post: PredictableModel['postprocess']): Prediction => {
   if (probabilities.length !== post.labels.length || !probabilities.every(Number.isFinite)) {
     throw new Problem(502, 'Bad Gateway', 'the model returned a non-finite or misshapen output; the request was not answered with it', { slug: 'bad-model-output' })
   }
@@ -39,7 +39,7 @@ export const toPrediction = (probabilities: readonly number[], post: ModelDescri
 }
 
 /** The model's answer as one prediction per row, refusing misshapen or non-finite outputs. */
-const predictionsOf = (response: InferResponse, model: ModelDescription, rows: number): Prediction[] => {
+const predictionsOf = (response: InferResponse, model: PredictableModel, rows: number): Prediction[] => {
   const output = response.outputs.find((o) => o.name === model.postprocess.output)
   const classes = model.postprocess.labels.length
   if (!output || output.data.length !== rows * classes) {
@@ -62,7 +62,7 @@ const widthOf = (spec: FeatureSpec): number => {
  * Sends the same rows to the shadow version and records how often it agrees with what the
  * client got. The shadow's answer never reaches the client, and its failure never fails the request.
  */
-const compareWithShadow = async (transport: Transport, call: InferCall, served: Prediction[], model: ModelDescription, servedVersion: number): Promise<void> => {
+const compareWithShadow = async (transport: Transport, call: InferCall, served: Prediction[], model: PredictableModel, servedVersion: number): Promise<void> => {
   const base = { msg: 'shadow', model: model.name, version: servedVersion, shadow_version: call.version, request_id: call.requestId }
   try {
     const shadowed = predictionsOf(await transport.infer(call), model, served.length)
@@ -81,7 +81,7 @@ const compareWithShadow = async (transport: Transport, call: InferCall, served: 
 export const predictHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: PredictHandlerOptions) =>
   async function predict(c: Context<AppEnv>) {
     const receivedAt = c.get('receivedAt')
-    const model = c.get('model')
+    const model = predictable(c.get('model'))
     const { version, variant } = c.get('assignment')
     const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
     const width = widthOf(model.spec)
