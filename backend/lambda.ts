@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import type { InferRequest, InferResponse } from '../shared/protocol.ts'
 import { InferenceError } from './errors.ts'
 import { serveInfer } from './infer/serve.ts'
@@ -22,8 +23,8 @@ export interface LambdaErrorResult {
 
 let manager: ModelManager | undefined
 
-// One manager per Lambda container, created on first invoke and reused while the container is warm.
-const managerFor = (): ModelManager => {
+/** The container's model manager: created on first invoke and reused while the container is warm. */
+export const lambdaManager = (): ModelManager => {
   if (!manager) {
     const settings = readSettings()
     manager = new ModelManager(new Repository(resolve(settings.MODEL_REPOSITORY)), {
@@ -43,9 +44,10 @@ export const handler = async (event: unknown): Promise<InferResponse | LambdaErr
     if (typeof model !== 'string' || model === '') throw new InferenceError(400, 'model_name must be a non-empty string')
     if (version !== undefined && typeof version !== 'string') throw new InferenceError(400, 'model_version must be a string')
     const settings = readSettings()
-    const served = await managerFor().resolve(model, version)
+    const arrived = performance.now()
+    const served = await lambdaManager().resolve(model, version)
     const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
-    const { response } = await serveInfer(served, request, { limits, fallbackId: randomUUID })
+    const { response } = await serveInfer(served, request, { limits, arrived, fallbackId: randomUUID })
     return response
   } catch (err) {
     if (err instanceof InferenceError) return { error: err.message, status: err.status }

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { Hono, type Context } from 'hono'
 import { HEADERS, parseDeadlineMs } from '../../shared/headers.ts'
 import type { BackendDeps, BackendEnv } from '../env.ts'
-import { InferenceError, badRequest } from '../errors.ts'
+import { badRequest } from '../errors.ts'
 import { serveInfer } from '../infer/serve.ts'
 import { requireJson } from '../middleware/require-json.ts'
 
@@ -22,7 +22,7 @@ const deadlineOf = (c: Context<BackendEnv>, arrived: number, defaultMs: number |
 const safeRequestId = (header: string | undefined): string | undefined =>
   header !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(header) ? header : undefined
 
-/** `POST /v2/models/{m}[/versions/{v}]/infer`, with per-version metrics and statistics. */
+/** `POST /v2/models/{m}[/versions/{v}]/infer`; serveInfer counts each request into the version's metrics and statistics. */
 export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps) => {
   const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
   const app = new Hono<BackendEnv>()
@@ -30,28 +30,15 @@ export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps)
     const arrived = performance.now()
     const { model, version } = c.req.param() as { model: string; version?: string }
     const served = await manager.resolve(model, version)
-    const labels = { model, version: String(served.version) }
-    try {
-      const deadline = deadlineOf(c, arrived, served.defaultTimeoutMs)
-      const fallbackId = () => safeRequestId(c.req.header(HEADERS.requestId)) ?? randomUUID()
-      const { response, rows, queueUs } = await serveInfer(served, c.var.body, { limits, deadline, fallbackId })
-      logger.debug('infer', { model, version: labels.version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
-      const latencyUs = (performance.now() - arrived) * 1000
-      served.stats.request(true, rows, latencyUs, queueUs)
-      served.drift?.request(latencyUs, rows, false)
-      metrics.requests.inc({ ...labels, status: '200' })
-      metrics.requestDuration.observe(labels, latencyUs / 1e6)
-      return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
-    } catch (err) {
-      const status = err instanceof InferenceError ? err.status : 500
-      const latencyUs = (performance.now() - arrived) * 1000
-      served.stats.request(false, 0, latencyUs, 0)
-      // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
-      served.drift?.request(latencyUs, 0, status === 500 || status === 504)
-      metrics.requests.inc({ ...labels, status: String(status) })
-      if (status === 400) metrics.rejected.inc({ model, reason: 'invalid_request' })
-      throw err
-    }
+    const { response, rows } = await serveInfer(served, c.var.body, {
+      limits,
+      arrived,
+      deadline: () => deadlineOf(c, arrived, served.defaultTimeoutMs),
+      fallbackId: () => safeRequestId(c.req.header(HEADERS.requestId)) ?? randomUUID(),
+      metrics,
+    })
+    logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
+    return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
     app.post(path, requireJson({ maxBytes: settings.MAX_BODY_BYTES }), infer)

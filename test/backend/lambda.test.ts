@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { handler, shutdownLambda } from '../../backend/lambda.ts'
+import { handler, lambdaManager, shutdownLambda } from '../../backend/lambda.ts'
 import { DEMO_REPOSITORY } from './support/fixture-repository.ts'
 import { CREDIT_WIDTH, creditRequest } from './support/applicants.ts'
 
@@ -37,5 +37,19 @@ describe('Lambda handler', () => {
     expect(await handler({ ...creditRequest(1) })).toMatchObject({ status: 400, error: expect.stringMatching(/model_name/) })
     const wrongShape = { model_name: 'credit-risk', inputs: [{ name: 'features', shape: [1, CREDIT_WIDTH + 1], datatype: 'FP32', data: [] }] }
     expect(await handler(wrongShape)).toMatchObject({ status: 400, error: expect.stringMatching(/shape/) })
+  })
+
+  it("counts each request into the version's stats, answered or refused, as the HTTP route does", async () => {
+    const served = await lambdaManager().resolve('credit-risk', '1')
+    const before = served.stats.snapshot()
+    await handler({ model_name: 'credit-risk', model_version: '1', ...creditRequest(4) })
+    await handler({ model_name: 'credit-risk', model_version: '1', inputs: [{ name: 'features', shape: [1, CREDIT_WIDTH + 1], datatype: 'FP32', data: [] }] })
+    const after = served.stats.snapshot()
+    expect({
+      success: after.success - before.success,
+      failure: after.failure - before.failure,
+      rows: after.rows - before.rows,
+      latencies: after.latency_us.window - before.latency_us.window,
+    }).toEqual({ success: 1, failure: 1, rows: 4, latencies: 2 })
   })
 })
