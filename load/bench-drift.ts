@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { generateApplicants } from '../backend/training/applicants.ts'
+import { generateApplicants } from '../tools/training/applicants.ts'
 import { positiveInt } from './env.ts'
 import { scenarios, type Moments } from './drift/scenarios.ts'
 import { WINDOW_ROWS, countingCost, openDriftBench, runStream, type WindowVerdicts } from './drift/streams.ts'

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import onnxProto from 'onnx-proto'
-import { writeModelConfig, writeModelVersion } from '../../backend/training/repository-writer.ts'
+import { writeModelConfig, writeModelVersion } from '../../tools/training/repository-writer.ts'
 import type { ModelConfigInput } from '../../backend/repository/model-config.ts'
 
 const { onnx } = onnxProto

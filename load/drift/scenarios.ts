@@ -1,4 +1,4 @@
-import type { Applicant } from '../../backend/training/applicants.ts'
+import type { Applicant } from '../../tools/training/applicants.ts'
 
 /**
  * What happens to live traffic in each scenario of `bench:drift`: a change to the applicants

@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http'
 import { gzipSync } from 'node:zlib'
 import onnxProto from 'onnx-proto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { writeModelConfig, writeModelVersion } from '../../backend/training/repository-writer.ts'
+import { writeModelConfig, writeModelVersion } from '../../tools/training/repository-writer.ts'
 import { startBackend, type BackendProcess } from './support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from './support/fixture-repository.ts'
 

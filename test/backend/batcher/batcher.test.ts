@@ -8,7 +8,7 @@ import { InferenceError } from '../../../backend/errors.ts'
 import { Executor } from '../../../backend/executor/executor.ts'
 import type { HostTensor } from '../../../backend/executor/tensor.ts'
 import { sha256 } from '../../../backend/repository/manifest.ts'
-import { buildComputeBoundModel } from '../../../backend/training/compute-bound.ts'
+import { buildComputeBoundModel } from '../../../tools/training/compute-bound.ts'
 
 const WIDTH = 4
 let dir: string

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { post, startBackend, until, type BackendProcess } from '../support/backend-process.ts'
 import { DEMO_REPOSITORY, createFixtureRepository, type FixtureRepository } from '../support/fixture-repository.ts'
-import { formatManifest } from '../../../backend/training/manifest.ts'
+import { formatManifest } from '../../../tools/training/manifest.ts'
 import { creditRequest } from '../support/applicants.ts'
 
 const ADMIN_TOKEN = 'lifecycle-admin-token-0123456789'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DriftReport } from '../../../backend/monitor/drift/report.ts'
-import { generateApplicants } from '../../../backend/training/applicants.ts'
-import { encodeRows } from '../../../backend/training/dataset.ts'
+import { generateApplicants } from '../../../tools/training/applicants.ts'
+import { encodeRows } from '../../../tools/training/dataset.ts'
 import { CREDIT_SPEC } from '../support/applicants.ts'
 import { post, startBackend, type BackendProcess } from '../support/backend-process.ts'
 

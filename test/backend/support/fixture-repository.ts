@@ -2,7 +2,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { buildComputeBoundModel, type ComputeBoundOptions } from '../../../backend/training/compute-bound.ts'
+import { buildComputeBoundModel, type ComputeBoundOptions } from '../../../tools/training/compute-bound.ts'
 
 export const DEMO_REPOSITORY = fileURLToPath(new URL('../../../models', import.meta.url))
 

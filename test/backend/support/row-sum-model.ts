@@ -1,5 +1,5 @@
 import onnxProto from 'onnx-proto'
-import { writeModelConfig, writeModelVersion } from '../../../backend/training/repository-writer.ts'
+import { writeModelConfig, writeModelVersion } from '../../../tools/training/repository-writer.ts'
 
 const { onnx } = onnxProto
 

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { ModelConfigInput } from '../repository/model-config.ts'
+import type { ModelConfigInput } from '../../backend/repository/model-config.ts'
 import { specWidth } from '../../shared/feature-spec.ts'
 import { creditRiskSpec, creditRiskSpecInput, generateApplicants } from './applicants.ts'
 import { computeBaseline } from './baseline.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { computeBaseline, predictionReference, quantileEdges } from '../../../backend/training/baseline.ts'
+import { computeBaseline, predictionReference, quantileEdges } from '../../../tools/training/baseline.ts'
 import { psiReference } from '../../../backend/monitor/drift/baseline-format.ts'
 import { chiSquareQuantile } from '../../../shared/drift/statistics.ts'
 import { featureSpec, type FeatureValue } from '../../../shared/feature-spec.ts'

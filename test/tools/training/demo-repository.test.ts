@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelConfig, type ModelConfig } from '../../../backend/repository/model-config.ts'
-import { generateApplicants, type Applicant } from '../../../backend/training/applicants.ts'
+import { generateApplicants, type Applicant } from '../../../tools/training/applicants.ts'
 import { psiReference } from '../../../backend/monitor/drift/baseline-format.ts'
-import { predictionReference, type Baseline, type FeatureBaseline } from '../../../backend/training/baseline.ts'
-import { buildDemoRepository, type DemoRepositorySummary } from '../../../backend/training/demo-repository.ts'
+import { predictionReference, type Baseline, type FeatureBaseline } from '../../../tools/training/baseline.ts'
+import { buildDemoRepository, type DemoRepositorySummary } from '../../../tools/training/demo-repository.ts'
 import { chiSquareQuantile, psi } from '../../../shared/drift/statistics.ts'
 import { encodeInstance, specWidth, type FeatureSpec } from '../../../shared/feature-spec.ts'
 
@@ -48,7 +48,7 @@ const liveCounts = (f: FeatureBaseline, known: readonly string[], values: readon
   return [missing, ...cells]
 }
 
-/** Rank AUC written out independently of backend/training/metrics.ts (O(n²) is fine at this size). */
+/** Rank AUC written out independently of tools/training/metrics.ts (O(n²) is fine at this size). */
 const pairwiseAuc = (scores: ArrayLike<number>, labels: ArrayLike<number>): number => {
   let wins = 0
   let pairs = 0

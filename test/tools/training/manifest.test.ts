@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatManifest } from '../../../backend/training/manifest.ts'
+import { formatManifest } from '../../../tools/training/manifest.ts'
 
 describe('formatManifest', () => {
   it('writes sha256sum lines sorted by code unit, with a trailing newline', () => {

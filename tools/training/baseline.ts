@@ -2,7 +2,7 @@ import type { Feature, FeatureSpec, FeatureValue } from '../../shared/feature-sp
 import { UNSEEN_CATEGORY } from '../../shared/feature-spec.ts'
 import {
   BASELINE_FORMAT, OTHER_CATEGORY, binIndex, psiReference, type CategoricalBins, type DriftThresholds, type NumericBins,
-} from '../monitor/drift/baseline-format.ts'
+} from '../../backend/monitor/drift/baseline-format.ts'
 import { calibrateThresholds, heldOutWindows } from './drift-thresholds.ts'
 
 /**

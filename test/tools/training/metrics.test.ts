@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { binaryMetrics, constantMetrics, positiveRate, rocAuc } from '../../../backend/training/metrics.ts'
+import { binaryMetrics, constantMetrics, positiveRate, rocAuc } from '../../../tools/training/metrics.ts'
 
 describe('rocAuc', () => {
   it('is 1 for a perfect ranking, 0 for a reversed one and 0.5 for a constant', () => {

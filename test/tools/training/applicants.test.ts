@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { creditRiskSpec, generateApplicants } from '../../../backend/training/applicants.ts'
-import { rocAuc } from '../../../backend/training/metrics.ts'
+import { creditRiskSpec, generateApplicants } from '../../../tools/training/applicants.ts'
+import { rocAuc } from '../../../tools/training/metrics.ts'
 
 describe('generateApplicants', () => {
   const sample = generateApplicants(20_000, 7)

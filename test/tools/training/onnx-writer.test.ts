@@ -1,10 +1,10 @@
 import onnxProto from 'onnx-proto'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { describe, expect, it } from 'vitest'
-import type { Matrix } from '../../../backend/training/dataset.ts'
-import { initLayers, predict, type Network } from '../../../backend/training/mlp.ts'
-import { networkToOnnx } from '../../../backend/training/onnx-writer.ts'
-import { createRandom } from '../../../backend/training/random.ts'
+import type { Matrix } from '../../../tools/training/dataset.ts'
+import { initLayers, predict, type Network } from '../../../tools/training/mlp.ts'
+import { networkToOnnx } from '../../../tools/training/onnx-writer.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 
 const { onnx } = onnxProto
 const names = { name: 'toy', input: 'features', output: 'probabilities' }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { calibrateThresholds, heldOutWindows } from '../../../backend/training/drift-thresholds.ts'
-import { createRandom } from '../../../backend/training/random.ts'
+import { calibrateThresholds, heldOutWindows } from '../../../tools/training/drift-thresholds.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 import { chiSquareQuantile, psi } from '../../../shared/drift/statistics.ts'
 
 const exactWindows = (shares: readonly number[], count = 40): number[][] =>

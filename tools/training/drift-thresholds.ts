@@ -1,5 +1,5 @@
 import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
-import type { DriftThresholds } from '../monitor/drift/baseline-format.ts'
+import type { DriftThresholds } from '../../backend/monitor/drift/baseline-format.ts'
 
 /**
  * PSI alert levels for one binned distribution, calibrated for windows of `WINDOW` live rows

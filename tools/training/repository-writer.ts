@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { modelConfig, type ModelConfigInput } from '../repository/model-config.ts'
+import { modelConfig, type ModelConfigInput } from '../../backend/repository/model-config.ts'
 import { MANIFEST_FILE, formatManifest } from './manifest.ts'
 
 /** Batching settings shared by the built models: 2 ms to gather company, batches of 32 or 64. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createRandom } from '../../../backend/training/random.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 
 describe('createRandom', () => {
   it('repeats for a seed and differs between seeds', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelConfig } from '../../../backend/repository/model-config.ts'
-import { buildComputeBoundModel } from '../../../backend/training/compute-bound.ts'
+import { buildComputeBoundModel } from '../../../tools/training/compute-bound.ts'
 
 const run = async (file: string, rows: number, cols: number) => {
   const session = await InferenceSession.create(file, { intraOpNumThreads: 1 })

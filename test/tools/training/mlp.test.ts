@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { predict, train } from '../../../backend/training/mlp.ts'
-import { createRandom } from '../../../backend/training/random.ts'
+import { predict, train } from '../../../tools/training/mlp.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 
 describe('train', () => {
   it('learns XOR-like quadrants, which no linear model can', () => {
