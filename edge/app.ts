@@ -23,6 +23,7 @@ import { stage } from './tracing.ts'
 import { catalogRoutes } from './routes/catalog.ts'
 import { driftRoutes } from './routes/drift.ts'
 import { inferHandler } from './routes/infer.ts'
+import { MODEL_READ_PATHS, oipRoutes } from './routes/oip.ts'
 import { predictHandler } from './routes/predict.ts'
 import { rolloutRoutes } from './routes/rollout.ts'
 import { SlidingWindowLimiter, type RateLimiter } from './rate-limit/sliding-window.ts'
@@ -137,6 +138,9 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
     app.post(path, callers, limited, routed, stage('forward', inferHandler({ transport })))
   }
+  for (const path of MODEL_READ_PATHS) app.get(path, callers, limited)
+  // Health is for probes: no key, as on the backend.
+  app.route('/', oipRoutes())
   app.post(
     '/v1/models/:model/predict',
     callers,

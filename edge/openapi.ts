@@ -55,6 +55,23 @@ const inferOperation = (parameters: object[]) => ({
   responses: { '200': { description: 'infer response' }, ...problems(400, 401, 403, 404, 413, 415, 429, 503, 504) },
 })
 
+/** A read of the Open Inference Protocol passed through from the backend as it answered. */
+const passThrough = (summary: string, parameters: object[], guarded: boolean, extra: Record<string, object> = {}) => ({
+  get: {
+    summary,
+    parameters,
+    // Health is for probes and needs no key, as on the backend.
+    security: guarded ? security : [],
+    responses: { '200': { description: "the backend's answer" }, ...problems(...(guarded ? [400, 401, 403, 404, 429] : []), 502, 503, 504), ...extra },
+  },
+})
+const notReady = {
+  '503': {
+    description: "not ready: the backend's {ready: false}, or a problem when it could not be asked",
+    content: { 'application/json': { schema: { type: 'object' } }, 'application/problem+json': { schema: ref('Problem') } },
+  },
+}
+
 export const openApiDocument = () => ({
   openapi: '3.1.0',
   info: { title: 'edge-infer', version: '0.1.0', description: 'Prediction API for ONNX models at the edge.' },
@@ -79,6 +96,12 @@ export const openApiDocument = () => ({
     },
     '/v2/models/{model}/infer': { post: inferOperation([modelParam]) },
     '/v2/models/{model}/versions/{version}/infer': { post: inferOperation([modelParam, versionParam]) },
+    '/v2/models/{model}': passThrough('Model metadata (Open Inference Protocol), newest served version', [modelParam], true),
+    '/v2/models/{model}/versions/{version}': passThrough('Model metadata of a version (Open Inference Protocol)', [modelParam, versionParam], true),
+    '/v2/models/{model}/ready': passThrough('Model readiness (Open Inference Protocol)', [modelParam], true, notReady),
+    '/v2/models/{model}/versions/{version}/ready': passThrough('Readiness of a model version (Open Inference Protocol)', [modelParam, versionParam], true, notReady),
+    '/v2/health/live': passThrough('Backend liveness (Open Inference Protocol), no key', [], false),
+    '/v2/health/ready': passThrough('Backend readiness (Open Inference Protocol), no key', [], false, notReady),
     '/v1/models': {
       get: { summary: 'Models a client may call', security, responses: { '200': { description: 'model names' }, ...problems(401, 503) } },
     },

@@ -2,7 +2,8 @@ import { HEADERS } from '../../shared/headers.ts'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
 import { type CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
-import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
+import { isRecord } from '../validation/format.ts'
+import type { BackendAnswer, BackendModelMetadata, InferCall, ProtocolReader, Transport } from './transport.ts'
 
 export interface HttpTransportOptions {
   baseUrl: string
@@ -17,7 +18,7 @@ export interface HttpTransportOptions {
   now?: () => number
 }
 
-/** How long a metadata or model-list call may take. */
+/** How long a metadata, model-list, readiness or health call may take. */
 const REPOSITORY_TIMEOUT_MS = 5_000
 
 /** What `send` sends; the deadline header is added per attempt, with what remains. */
@@ -52,14 +53,13 @@ export const tierRefusal = (tier: string, status: number, message: string, retry
   return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
 }
 
-export const backendError = async (res: Response): Promise<string> => {
-  try {
-    const body = (await res.json()) as { error?: unknown }
-    return typeof body.error === 'string' ? body.error : `status ${res.status}`
-  } catch {
-    return `status ${res.status}`
-  }
-}
+/** The protocol's `{"error": "..."}` of a parsed body, else the status. */
+const errorOf = (body: unknown, status: number): string => (isRecord(body) && typeof body.error === 'string' ? body.error : `status ${status}`)
+
+/** The body of a response as JSON, or undefined when it is none. */
+const jsonOf = (res: Response): Promise<unknown> => res.json().catch(() => undefined)
+
+export const backendError = async (res: Response): Promise<string> => errorOf(await jsonOf(res), res.status)
 
 /**
  * Forwards to the backend over HTTP: deadline-bounded, retried only where a retry cannot
@@ -67,7 +67,7 @@ export const backendError = async (res: Response): Promise<string> => {
  * failing canary, a warming version or a slow shadow never opens the circuit of the traffic
  * clients are answered with.
  */
-export class HttpTransport implements Transport {
+export class HttpTransport implements Transport, ProtocolReader {
   readonly name = 'http'
   private readonly baseUrl: string
   private readonly retries: number
@@ -110,6 +110,19 @@ export class HttpTransport implements Transport {
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
+  }
+
+  /**
+   * A metadata, readiness or health read, answered as the backend answered it, a model's or the
+   * server's "not ready" (503 with `ready: false`) included; its refusals are mapped as infer's are.
+   */
+  async read(path: string, requestId: string): Promise<BackendAnswer> {
+    const url = `${this.baseUrl}${path}`
+    // One circuit per read: a version answering "not ready" must not open the circuit of health or of other models.
+    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.breakers(`${url} (read)`))
+    const body = await jsonOf(res)
+    if (res.status === 200 || (res.status === 503 && isRecord(body) && body.ready === false)) return { status: res.status, body }
+    throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)
   }
 
   /** The model list and metadata: one circuit per target, apart from every version's infer calls. */

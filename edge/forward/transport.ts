@@ -1,3 +1,4 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { InferRequest, InferResponse, ModelMetadata } from '../../shared/protocol.ts'
 
 /** One infer call from the edge to an inference tier. */
@@ -29,4 +30,19 @@ export interface Transport {
   metadata(model: string, requestId: string): Promise<BackendModelMetadata>
   /** Names of the models the tier holds. */
   models(requestId: string): Promise<string[]>
+}
+
+/** A backend answer the edge passes on as it is: its status and its JSON body. */
+export interface BackendAnswer {
+  status: ContentfulStatusCode
+  body: unknown
+}
+
+/**
+ * Open Inference Protocol reads (model metadata, readiness, health) from the HTTP backend: the
+ * Lambda tier serves inference only, so these are not part of `Transport`.
+ */
+export interface ProtocolReader {
+  /** GETs `path` (e.g. `/v2/health/ready`) from the backend. */
+  read(path: string, requestId: string): Promise<BackendAnswer>
 }

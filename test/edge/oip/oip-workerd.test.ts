@@ -79,3 +79,52 @@ describe('Open Inference Protocol infer through the edge, for a model without a 
     expect(body.detail).toContain(`/v2/models/${SPEC_LESS}/infer`)
   })
 })
+
+describe('Open Inference Protocol metadata, readiness and health through the edge', () => {
+  it('passes model metadata on as the backend answers it, with and without a version', async () => {
+    for (const path of [`/v2/models/${SPEC_LESS}`, `/v2/models/${SPEC_LESS}/versions/1`, '/v2/models/credit-risk/versions/2']) {
+      const [viaEdge, direct] = await Promise.all([call('GET', path), fetch(`${backend.url}${path}`)])
+      expect(viaEdge.status, path).toBe(200)
+      expect(await viaEdge.json(), path).toEqual(await direct.json())
+    }
+  })
+
+  it('passes model readiness on, with and without a version', async () => {
+    for (const path of [`/v2/models/${SPEC_LESS}/ready`, '/v2/models/credit-risk/versions/1/ready']) {
+      const res = await call('GET', path)
+      expect(res.status, path).toBe(200)
+      expect(await res.json(), path).toMatchObject({ ready: true })
+    }
+  })
+
+  it('needs the predict scope for model metadata and readiness', async () => {
+    for (const path of [`/v2/models/${SPEC_LESS}`, `/v2/models/${SPEC_LESS}/versions/1/ready`]) {
+      expect((await call('GET', path, { key: '' })).status, path).toBe(401)
+      expect((await call('GET', path, { key: keys.admin })).status, path).toBe(403)
+    }
+  })
+
+  it('answers health without a key, as the backend does', async () => {
+    for (const path of ['/v2/health/live', '/v2/health/ready']) {
+      const [viaEdge, direct] = await Promise.all([call('GET', path, { key: '' }), fetch(`${backend.url}${path}`)])
+      expect(viaEdge.status, path).toBe(200)
+      expect(await viaEdge.json(), path).toEqual(await direct.json())
+    }
+  })
+
+  it('maps an unknown model to a 404 problem that carries the protocol\'s error member', async () => {
+    const res = await call('GET', '/v2/models/no-such-model')
+    expect(res.status).toBe(404)
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+    const body = (await res.json()) as { status: number; error: string }
+    expect(body.status).toBe(404)
+    expect(body.error).toMatch(/^inference tier: .*no-such-model/)
+  })
+
+  it('answers an unknown model\'s readiness with the backend\'s status', async () => {
+    const path = '/v2/models/no-such-model/versions/3/ready'
+    const [viaEdge, direct] = await Promise.all([call('GET', path), fetch(`${backend.url}${path}`)])
+    expect(viaEdge.status).toBe(direct.status)
+    expect(viaEdge.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+  })
+})
