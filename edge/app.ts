@@ -23,6 +23,7 @@ import { stage } from './tracing.ts'
 import { catalogRoutes } from './routes/catalog.ts'
 import { driftRoutes } from './routes/drift.ts'
 import { inferHandler } from './routes/infer.ts'
+import { allowedMethods, methodNotAllowed } from './routes/method-not-allowed.ts'
 import { MODEL_READ_PATHS, oipRoutes } from './routes/oip.ts'
 import { predictHandler } from './routes/predict.ts'
 import { rolloutRoutes } from './routes/rollout.ts'
@@ -153,6 +154,8 @@ export const createApp = ({ maxBodyBytes = 256 * 1024, services: build, keys: ke
     routed,
     stage('forward', predictHandler({ transport })),
   )
+  // Last, so that only a method the path lacks gets here.
+  for (const [path, allow] of allowedMethods(app.routes)) app.all(path, methodNotAllowed({ allow }))
   app.notFound(notFound)
   app.onError(onError)
   return app

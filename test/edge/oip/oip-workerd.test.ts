@@ -128,3 +128,13 @@ describe('Open Inference Protocol metadata, readiness and health through the edg
     expect(viaEdge.headers.get('content-type')).toMatch(/^application\/problem\+json/)
   })
 })
+
+describe('a wrong method through the bundled worker', () => {
+  it('is 405 with Allow and a problem body, not 404', async () => {
+    const res = await call('GET', `/v2/models/${SPEC_LESS}/infer`)
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('POST')
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+    expect(await res.json()).toMatchObject({ status: 405, title: 'Method Not Allowed' })
+  })
+})
