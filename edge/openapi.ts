@@ -106,7 +106,7 @@ export const openApiDocument = () => ({
       get: { summary: 'Models a client may call', security, responses: { '200': { description: 'model names' }, ...problems(401, 503) } },
     },
     '/v1/models/{model}': {
-      get: { summary: 'Versions, features, labels and rollout arms', parameters: [modelParam], security, responses: { '200': { description: 'model' }, ...problems(401, 404) } },
+      get: { summary: 'Versions and rollout arms; features and labels when the model has them (predict)', parameters: [modelParam], security, responses: { '200': { description: 'model' }, ...problems(401, 404) } },
     },
     '/v1/models/{model}/rollout': {
       get: { summary: 'Rollout state (admin)', parameters: [modelParam], security, responses: { '200': { description: 'rollout with ETag' }, ...problems(401, 403, 404) } },

@@ -3,7 +3,6 @@ import type { AppEnv } from '../env.ts'
 import { HttpTransport } from '../forward/http-transport.ts'
 import type { ProtocolReader } from '../forward/transport.ts'
 import { Problem } from '../problem.ts'
-import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface OipRoutesOptions {
   /** Where the reads go; by default the HTTP backend at `BACKEND_URL`, one reader per isolate. */
@@ -27,13 +26,9 @@ export const backendReader = () => {
 /** The model routes, which the app guards as it guards infer. */
 export const MODEL_READ_PATHS = ['/v2/models/:model', '/v2/models/:model/versions/:version', '/v2/models/:model/ready', '/v2/models/:model/versions/:version/ready'] as const
 
-/** The backend path of a model route, from its own (decoded) parameters. */
-const modelPath = (model: string, version: string | undefined, suffix: string): string => {
-  // Encoded, "." and ".." would still be dot segments (WHATWG URL) and climb out of /v2/models.
-  if (model === '.' || model === '..') throw new Problem(404, 'Not Found', `unknown model ${quoteInput(model)}`)
-  if (version !== undefined && !/^[1-9][0-9]{0,8}$/.test(version)) throw new Problem(400, 'Bad Request', `version must be a positive whole number, not ${quoteInput(version)}`)
-  return `/v2/models/${encodeURIComponent(model)}${version === undefined ? '' : `/versions/${version}`}${suffix}`
-}
+/** The backend path of a model route, from its own (decoded) parameters; the backend judges them. */
+const modelPath = (model: string, version: string | undefined, suffix: string): string =>
+  `/v2/models/${encodeURIComponent(model)}${version === undefined ? '' : `/versions/${encodeURIComponent(version)}`}${suffix}`
 
 /**
  * Open Inference Protocol metadata, readiness and health, passed on as the backend answers them:

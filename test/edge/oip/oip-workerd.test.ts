@@ -121,11 +121,13 @@ describe('Open Inference Protocol metadata, readiness and health through the edg
     expect(body.error).toMatch(/^inference tier: .*no-such-model/)
   })
 
-  it('answers an unknown model\'s readiness with the backend\'s status', async () => {
-    const path = '/v2/models/no-such-model/versions/3/ready'
-    const [viaEdge, direct] = await Promise.all([call('GET', path), fetch(`${backend.url}${path}`)])
-    expect(viaEdge.status).toBe(direct.status)
-    expect(viaEdge.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+  it('leaves unknown models and malformed versions to the backend: its status, as a problem', async () => {
+    for (const path of ['/v2/models/no-such-model/versions/3/ready', `/v2/models/${SPEC_LESS}/versions/abc`, `/v2/models/${SPEC_LESS}/versions/9`]) {
+      const [viaEdge, direct] = await Promise.all([call('GET', path), fetch(`${backend.url}${path}`)])
+      expect(direct.status, path).toBeGreaterThanOrEqual(400)
+      expect(viaEdge.status, path).toBe(direct.status)
+      expect(viaEdge.headers.get('content-type'), path).toMatch(/^application\/problem\+json/)
+    }
   })
 })
 
