@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { DATATYPES } from '../../shared/datatypes.ts'
 import { featureSpec } from '../../shared/feature-spec.ts'
+import { postprocess } from '../../shared/postprocess.ts'
 
 /** One tensor of the model signature; `dims` excludes the batch dimension when batching is on. */
 const tensorConfig = z.strictObject({
@@ -27,14 +28,6 @@ const versionPolicy = z.union([
   z.strictObject({ all: z.literal(true) }),
   z.strictObject({ specific: z.array(z.number().int().positive()).min(1) }),
 ])
-
-const postprocess = z.strictObject({
-  /** Output tensor holding class probabilities, shape [batch, labels.length]. */
-  output: z.string().min(1),
-  labels: z.array(z.string().min(1)).min(2),
-  /** For binary models: probability of labels[1] at or above which labels[1] is predicted. */
-  threshold: z.number().min(0).max(1).optional(),
-})
 
 export const modelConfig = z
   .strictObject({

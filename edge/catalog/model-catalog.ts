@@ -1,13 +1,7 @@
-import { z } from 'zod'
 import { featureSpec, type FeatureSpec } from '../../shared/feature-spec.ts'
+import { postprocess, type Postprocess } from '../../shared/postprocess.ts'
 import { Problem } from '../problem.ts'
 import type { Transport } from '../forward/transport.ts'
-
-const postprocess = z.object({
-  output: z.string(),
-  labels: z.array(z.string()).min(2),
-  threshold: z.number().min(0).max(1).optional(),
-})
 
 /**
  * What the edge knows of a model: served versions, and for a model clients may call through
@@ -17,7 +11,7 @@ export interface ModelDescription {
   name: string
   versions: number[]
   spec?: FeatureSpec
-  postprocess?: z.infer<typeof postprocess>
+  postprocess?: Postprocess
 }
 
 /** A model the predict path can serve: it has both a feature spec and a postprocess. */

@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { modelConfig } from '../../../backend/repository/model-config.ts'
 import { ModelCatalog, predictable } from '../../../edge/catalog/model-catalog.ts'
 import type { BackendModelMetadata, Transport } from '../../../edge/forward/transport.ts'
 import { Problem } from '../../../edge/problem.ts'
@@ -38,5 +40,15 @@ describe('ModelCatalog for a model without a feature spec', () => {
     const warn = vi.spyOn(console, 'error').mockImplementation(() => {})
     await new ModelCatalog({ transport: describing({}) }).describe('m', 'r-3')
     expect(warn).not.toHaveBeenCalled()
+  })
+})
+
+describe('ModelCatalog reading what the backend serves', () => {
+  it('takes the postprocess and feature spec of a real config.json as the backend parsed them', async () => {
+    const config = modelConfig.parse(JSON.parse(await readFile(new URL('../../../models/credit-risk/config.json', import.meta.url), 'utf8')))
+    const served = { features: config.features, postprocess: config.postprocess }
+    const model = await new ModelCatalog({ transport: describing(served) }).describe('m', 'r-4')
+    expect(model.postprocess).toEqual(config.postprocess)
+    expect(model.spec).toEqual(config.features)
   })
 })
