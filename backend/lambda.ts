@@ -1,25 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import type { InferRequest, InferResponse } from '../shared/protocol.ts'
+import { lambdaInferEvent, type LambdaErrorResult } from '../shared/lambda.ts'
+import type { InferResponse } from '../shared/protocol.ts'
 import { InferenceError } from './errors.ts'
 import { serveInfer } from './infer/serve.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { createLogger } from './logger.ts'
 import { Repository } from './repository/repository.ts'
 import { readSettings } from './settings.ts'
-
-/** Lambda payload: an Open Inference Protocol infer request plus which model (and version) to run. */
-export interface LambdaInferEvent extends Partial<InferRequest> {
-  model_name: string
-  model_version?: string
-}
-
-/** A refusal the caller can map to an HTTP status; unexpected faults are thrown (a Lambda function error). */
-export interface LambdaErrorResult {
-  error: string
-  status: number
-}
 
 let manager: ModelManager | undefined
 
@@ -39,10 +28,12 @@ export const lambdaManager = (): ModelManager => {
 /** The CPU fallback tier: same repository, validation and executor as the server, batching off. */
 export const handler = async (event: unknown): Promise<InferResponse | LambdaErrorResult> => {
   try {
-    if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new InferenceError(400, 'payload must be a JSON object')
-    const { model_name: model, model_version: version, ...request } = event as Record<string, unknown>
-    if (typeof model !== 'string' || model === '') throw new InferenceError(400, 'model_name must be a non-empty string')
-    if (version !== undefined && typeof version !== 'string') throw new InferenceError(400, 'model_version must be a string')
+    const parsed = lambdaInferEvent.safeParse(event)
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(payload)'}: ${i.message}`)
+      throw new InferenceError(400, `not a Lambda infer event: ${issues.join('; ')}`)
+    }
+    const { model_name: model, model_version: version, ...request } = parsed.data
     const settings = readSettings()
     const arrived = performance.now()
     const served = await lambdaManager().resolve(model, version)

@@ -1,4 +1,5 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
+import { lambdaErrorResult, type LambdaInferEvent } from '../../shared/lambda.ts'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
 import { BackendRefusal, deadlinePassed, tierRefusal } from './http-transport.ts'
@@ -18,15 +19,6 @@ export interface LambdaTransportOptions {
   /** Tests may hand in a client; otherwise one is built from the options above. */
   client?: LambdaClient
 }
-
-/** What the backend's Lambda handler (backend/lambda.ts) returns for a refusal. */
-interface LambdaErrorResult {
-  error: string
-  status: number
-}
-
-const isErrorResult = (value: unknown): value is LambdaErrorResult =>
-  typeof value === 'object' && value !== null && typeof (value as LambdaErrorResult).error === 'string' && typeof (value as LambdaErrorResult).status === 'number'
 
 const isInferResponse = (value: unknown): value is InferResponse =>
   typeof value === 'object' && value !== null && Array.isArray((value as InferResponse).outputs)
@@ -64,7 +56,8 @@ export class LambdaTransport implements Transport {
   async infer(call: InferCall): Promise<InferResponse> {
     const leftMs = Math.max(1, Math.floor(call.deadlineAt - Date.now()))
     // The routed model and version go last: a pass-through body cannot name another model.
-    const payload = new TextEncoder().encode(JSON.stringify({ ...call.request, model_name: call.model, model_version: String(call.version) }))
+    const event: LambdaInferEvent = { ...call.request, model_name: call.model, model_version: String(call.version) }
+    const payload = new TextEncoder().encode(JSON.stringify(event))
     const controller = new AbortController()
     const timer = setTimeout(() => controller.abort(), leftMs)
     let output
@@ -89,7 +82,11 @@ export class LambdaTransport implements Transport {
     } catch {
       throw new Problem(502, 'Bad Gateway', 'the Lambda tier answered with a payload that is not JSON', { slug: 'bad-lambda-payload' })
     }
-    if (isErrorResult(result)) throw tierRefusal('Lambda tier', result.status, result.error, result.status === 504 ? undefined : '1')
+    const refusal = lambdaErrorResult.safeParse(result)
+    if (refusal.success) {
+      const { status, error } = refusal.data
+      throw tierRefusal('Lambda tier', status, error, status === 504 ? undefined : '1')
+    }
     if (!isInferResponse(result)) {
       throw new Problem(502, 'Bad Gateway', 'the Lambda tier answered with something other than an infer response', { slug: 'bad-lambda-payload' })
     }

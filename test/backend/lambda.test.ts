@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { handler, lambdaManager, shutdownLambda } from '../../backend/lambda.ts'
+import { lambdaErrorResult } from '../../shared/lambda.ts'
 import { DEMO_REPOSITORY } from './support/fixture-repository.ts'
 import { CREDIT_WIDTH, creditRequest } from './support/applicants.ts'
 
@@ -37,6 +38,16 @@ describe('Lambda handler', () => {
     expect(await handler({ ...creditRequest(1) })).toMatchObject({ status: 400, error: expect.stringMatching(/model_name/) })
     const wrongShape = { model_name: 'credit-risk', inputs: [{ name: 'features', shape: [1, CREDIT_WIDTH + 1], datatype: 'FP32', data: [] }] }
     expect(await handler(wrongShape)).toMatchObject({ status: 400, error: expect.stringMatching(/shape/) })
+  })
+
+  it('refuses in the shape the edge reads: every refusal parses as a LambdaErrorResult', async () => {
+    const refusals = await Promise.all([
+      handler({ model_name: 'nope', ...creditRequest(1) }),
+      handler([]),
+      handler({ model_name: 'credit-risk', model_version: 2, ...creditRequest(1) }),
+      handler({ model_name: 'credit-risk', inputs: 'none' }),
+    ])
+    for (const refusal of refusals) expect(lambdaErrorResult.parse(refusal)).toEqual(refusal)
   })
 
   it("counts each request into the version's stats, answered or refused, as the HTTP route does", async () => {

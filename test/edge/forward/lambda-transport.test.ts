@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BackendRefusal } from '../../../edge/forward/http-transport.ts'
 import { LambdaTransport } from '../../../edge/forward/lambda-transport.ts'
 import { Problem } from '../../../edge/problem.ts'
+import { lambdaInferEvent } from '../../../shared/lambda.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../../infra/local/lambda-endpoint/server.ts'
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
@@ -55,6 +56,8 @@ describe('LambdaTransport, through the real SDK against the local Invoke endpoin
     }
     await transportFor(scripted.url).infer(call(2, { ...creditRequest(1), model_name: 'other', model_version: '9' }))
     expect(event).toMatchObject({ model_name: 'credit-risk', model_version: '2', inputs: [{ name: 'features' }] })
+    // The handler reads the event with the same schema.
+    expect(lambdaInferEvent.safeParse(event).success).toBe(true)
   })
 
   it('maps the handler\'s refusals like the HTTP transport: 404, 400, 429/503/504 refusals, others 502', async () => {
