@@ -1,22 +1,8 @@
-import { z } from 'zod'
+import { controllerDriftReport } from '../../shared/drift/report.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import { backendError, tierRefusal } from '../forward/http-transport.ts'
 import { Problem } from '../problem.ts'
 import type { ArmWindow, MonitorSource } from './monitor-source.ts'
-
-const verdict = z.enum(['ok', 'warning', 'critical', 'insufficient'])
-
-/**
- * The part of the backend's drift report (`GET /v2/models/{m}/versions/{v}/drift`) the
- * controller acts on: checked on arrival, since a misread number could roll a version back.
- */
-const armReport = z.object({
-  version: z.number().int().positive(),
-  rows: z.number().nonnegative(),
-  dataset: z.object({ verdict }),
-  prediction: z.object({ counts: z.array(z.number().nonnegative()), nan_outputs: z.number().nonnegative() }),
-  health: z.object({ requests: z.number().nonnegative(), errors: z.number().nonnegative(), p95_ms: z.number().nonnegative().nullable() }),
-})
 
 export interface BackendMonitorOptions {
   baseUrl: string
@@ -60,7 +46,7 @@ export class BackendMonitor implements MonitorSource {
   }
 
   async arm(model: string, version: number, windowMinutes: number): Promise<ArmWindow> {
-    const parsed = armReport.safeParse(await this.report(model, version, `${windowMinutes}m`, `controller-${model}-${version}`))
+    const parsed = controllerDriftReport.safeParse(await this.report(model, version, `${windowMinutes}m`, `controller-${model}-${version}`))
     if (!parsed.success) throw new Error(`the drift report of ${model} v${version} is not what the controller reads: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
     const { rows, dataset, prediction, health } = parsed.data
     return {

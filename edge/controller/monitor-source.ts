@@ -1,3 +1,5 @@
+import type { Verdict } from '../../shared/drift/report.ts'
+
 /** One arm's traffic over a window, as the backend's monitor counted it. */
 export interface ArmWindow {
   version: number
@@ -12,7 +14,7 @@ export interface ArmWindow {
   /** Histogram of the top-class probability, in the same bins for every version of a model. */
   prediction_counts: number[]
   /** The backend's dataset verdict on the inputs this version saw. */
-  input_drift: 'ok' | 'warning' | 'critical' | 'insufficient'
+  input_drift: Verdict
 }
 
 /** Where the controller reads each arm's numbers from (the backend's drift and stats endpoints in production). */

@@ -1,3 +1,4 @@
+import type { ControllerDriftReport } from '../../../shared/drift/report.ts'
 import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
 import { psiReference, type DriftThresholds } from './baseline-format.ts'
 import type { DriftCounts, FeatureCounts } from './counts.ts'
@@ -40,7 +41,8 @@ export interface FeatureDrift extends DistributionDrift {
   out_of_range_rate?: number
 }
 
-export interface DriftReport {
+/** Extends what the edge's controller reads, so the compiler holds the report to that contract. */
+export interface DriftReport extends ControllerDriftReport {
   model: string
   version: number
   window: { minutes: number; from_minute: number; to_minute: number; evaluated_windows: number }

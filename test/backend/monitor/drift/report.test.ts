@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
-import { driftReport, livePsiVector } from '../../../../backend/monitor/drift/report.ts'
+import { driftReport, livePsiVector, type DriftReport } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
+import { BackendMonitor } from '../../../../edge/controller/backend-monitor.ts'
+import { controllerDriftReport } from '../../../../shared/drift/report.ts'
 import { psi } from '../../../../shared/drift/statistics.ts'
 import { psiLevels } from './psi-levels.ts'
 
@@ -95,5 +97,26 @@ describe('driftReport', () => {
     // 50 of 100 requests under 1 ms, so the median is the first bound; p95 lies in the third bucket.
     expect(missing.health.p50_ms).toBeCloseTo(1, 9)
     expect(missing.health.p95_ms).toBeCloseTo((2000 + 2000 * 0.5) / 1000, 9)
+  })
+
+  it("is read by the edge's controller as sent: the shared schema parses it and the monitor takes its numbers", async () => {
+    const sent = driftReport(baseline, new Set(), [counts({ ...shifted, requests: 20, errors: 3 })])
+    const idle = driftReport(baseline, new Set(), [{ ...counts(steady), health: { requests: 0, errors: 0, rows: 0, latency_bounds_us: [1000], latency_counts: [0, 0] } }])
+    const wire = (report: DriftReport): unknown => JSON.parse(JSON.stringify(report))
+    expect(controllerDriftReport.safeParse(wire(sent)).success).toBe(true)
+    expect(controllerDriftReport.safeParse(wire(idle)).success).toBe(true)
+
+    const monitorOf = (report: DriftReport) => new BackendMonitor({ baseUrl: 'http://backend', fetch: async () => Response.json(report) })
+    expect(await monitorOf(sent).arm('m', 1, 15)).toEqual({
+      version: 1,
+      rows: sent.rows,
+      requests: 20,
+      errors: 3,
+      nan_outputs: 0,
+      p95_ms: sent.health.p95_ms,
+      prediction_counts: sent.prediction.counts,
+      input_drift: 'critical',
+    })
+    expect(await monitorOf(idle).arm('m', 1, 15)).toMatchObject({ requests: 0, p95_ms: 0 })
   })
 })
