@@ -7,7 +7,7 @@ import { measurePipeline, type PipelineCase, type PipelineResult } from './edge/
 import { PIPELINE_TARGET_US, bestProcessP50Us, formatEdgeTable, isTargetCase, type EndToEnd } from './edge/table.ts'
 import { findWorkerdPid } from './edge/workerd-pid.ts'
 import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './edge/workload.ts'
-import { measureInWorkerd, type WorkerdPipelineResult } from './edge/workerd-pipeline.ts'
+import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, type WorkerdRatio } from './edge/workerd-pipeline.ts'
 import { cleanUp, installSignalHandlers, interrupted, onCleanup, runToEnd } from './processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
 import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
@@ -74,7 +74,7 @@ const bundleWorker = async (entry = 'edge/worker.ts'): Promise<string> => {
   return join(outdir, `${basename(entry, extname(entry))}.js`)
 }
 
-const inWorkerd = async (settings: Settings): Promise<WorkerdPipelineResult[]> => {
+const inWorkerd = async (settings: Settings): Promise<{ results: WorkerdPipelineResult[]; ratio: WorkerdRatio }> => {
   progress('in workerd: bundling the pipeline worker (wrangler deploy --dry-run)')
   const bundle = await bundleWorker('load/edge/pipeline-worker.ts')
   const { key, entry } = await benchKey()
@@ -178,7 +178,7 @@ const main = async (): Promise<void> => {
     // In-process first, with no child alive: the pipeline gets the cores this benchmark leaves free.
     progress('in-process pipeline')
     const pipeline = await measurePipeline(PIPELINE_CASES, runtimes, { iterations: settings.iterations, warmup: PIPELINE_WARMUP, rounds: PIPELINE_ROUNDS })
-    const workerd = await inWorkerd(settings)
+    const { results: workerd, ratio } = await inWorkerd(settings)
     progress('end to end: bundling the worker (wrangler deploy --dry-run)')
     const bundle = await bundleWorker()
     const e2e = await inTurn(runtimes, (runtime) => endToEnd(settings, bundle, runtime))
@@ -206,6 +206,8 @@ const main = async (): Promise<void> => {
       `  Miniflare's host process runs on ${process.version} in every row (it needs Node ≥ 22): the node column names the backend's.`,
       `Target: in-process p50 < ${PIPELINE_TARGET_US} µs for 1 instance, warm cache, judged on the best process:${targets.length > 0 ? '' : ' not measured'}`,
       ...targets.map(targetLine),
+      `Target: in workerd, pipeline ÷ floor per request ≤ ${WORKERD_RATIO_TARGET}× (median over ${ratio.pairs} pairs of back-to-back batches, each less an empty call; a slow spell hits both halves of a pair):`,
+      `  ${ratio.median.toFixed(2)}× → ${ratio.median <= WORKERD_RATIO_TARGET ? 'PASS' : 'MISS'}`,
       `Load average (1/5/15 min) at start ${load0.map((x) => x.toFixed(2)).join(' ')}, at end ${load1.map((x) => x.toFixed(2)).join(' ')} on ${cpus().length} cores shared with other work: wall-clock rows move with the neighbours.`,
       `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches} BENCH_NODES=${runtimes.map((r) => r.bin).join(',')})`,
     ].join('\n')

@@ -14,6 +14,27 @@ export interface WorkerdPipelineResult {
   p90Us: number
 }
 
+/** The pipeline's cost per request over the floor's, judged so that it does not move with the neighbours. */
+export interface WorkerdRatio {
+  /** Batches of the pipeline and the floor run back to back, each pair on the same machine state. */
+  pairs: number
+  /** Median over pairs of (pipeline batch − empty call) ÷ (floor batch − empty call). */
+  median: number
+}
+
+/** The target the redesign is held to: the pipeline at most this many times the bare-Hono floor. */
+export const WORKERD_RATIO_TARGET = 2.5
+
+/**
+ * Median of the per-pair ratios: each pipeline batch divided by the floor batch that ran right
+ * after it, both less the empty call's cost. A slow spell lands on both halves of a pair alike.
+ */
+export const pairedRatio = (edgeMs: readonly number[], floorMs: readonly number[], emptyMs: number): WorkerdRatio => {
+  // A pair whose floor took no longer than the empty call measured nothing: it is left out, not divided by.
+  const ratios = edgeMs.flatMap((ms, i) => (floorMs[i]! > emptyMs ? [(ms - emptyMs) / (floorMs[i]! - emptyMs)] : [])).sort((x, y) => x - y)
+  return { pairs: ratios.length, median: ratios.length > 0 ? percentile(ratios, 50) : Number.NaN }
+}
+
 
 /**
  * The pipeline in workerd itself (`load/edge/pipeline-worker.ts`, bundled like the worker): each
@@ -32,7 +53,7 @@ export const measureInWorkerd = async ({
   bindings: PipelineWorkerBindings
   batches: number
   batchSize: number
-}): Promise<WorkerdPipelineResult[]> => {
+}): Promise<{ results: WorkerdPipelineResult[]; ratio: WorkerdRatio }> => {
   const mf = new Miniflare(await bundledWorkerOptions({ bundle, bindings: { ...bindings } }))
   try {
     const call = async (app: WorkerdApp, n: number): Promise<number> => {
@@ -51,10 +72,11 @@ export const measureInWorkerd = async ({
       for (const app of apps) full.get(app)!.push(await call(app, batchSize))
     }
     const overhead = percentile([...empty].sort((x, y) => x - y), 50)
-    return apps.map((app) => {
+    const results = apps.map((app) => {
       const means = full.get(app)!.map((ms) => ((ms - overhead) / batchSize) * 1e3).sort((x, y) => x - y)
       return { app, batches, batchSize, medianUs: percentile(means, 50), p90Us: percentile(means, 90) }
     })
+    return { results, ratio: pairedRatio(full.get('edge')!, full.get('floor')!, overhead) }
   } finally {
     await mf.dispose()
   }
