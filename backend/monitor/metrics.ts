@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { Verdict } from './drift/alert-rule.ts'
+import type { Verdict } from '../../shared/drift/report.ts'
 import type { DistributionDrift, DriftReport } from './drift/report.ts'
 
 const PREFIX = 'edge_infer_backend_'

@@ -1,4 +1,4 @@
-export type Verdict = 'ok' | 'warning' | 'critical' | 'insufficient'
+import type { Verdict } from '../../../shared/drift/report.ts'
 
 export interface AlertState {
   alerting: boolean

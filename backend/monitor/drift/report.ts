@@ -1,10 +1,10 @@
-import type { ControllerDriftReport } from '../../../shared/drift/report.ts'
+import type { ControllerDriftReport, Verdict } from '../../../shared/drift/report.ts'
 import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
 import { psiReference, type DriftThresholds } from './baseline-format.ts'
 import type { DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
 import type { ReportBaseline } from './report-baseline.ts'
-import { type AlertState, type Verdict, alertRule } from './alert-rule.ts'
+import { type AlertState, alertRule } from './alert-rule.ts'
 
 /** Below this many rows a window says nothing: its verdict is `insufficient`, never `ok`. */
 export const MIN_WINDOW_ROWS = 1_000

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { alertRule, type AlertState, type Verdict } from '../../../../backend/monitor/drift/alert-rule.ts'
+import { alertRule, type AlertState } from '../../../../backend/monitor/drift/alert-rule.ts'
+import type { Verdict } from '../../../../shared/drift/report.ts'
 
 const run = (verdicts: Verdict[]): AlertState => verdicts.reduce(alertRule.next, alertRule.initial)
 
