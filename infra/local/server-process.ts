@@ -3,11 +3,20 @@ export const logLine = (entry: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`)
 }
 
-/** The listen port in env var `name`: 0 (any free one) when unset; throws naming the variable otherwise. */
-export const portFromEnv = (name: string): number => {
-  const text = process.env[name] ?? '0'
+export interface PortOptions {
+  /** The port when the variable is unset: 0 is any free one. */
+  fallback?: number
+  /** Whether 0 (any free port) is a valid answer: not where the port is printed for a person to use. */
+  anyFree?: boolean
+  env?: NodeJS.ProcessEnv
+}
+
+/** The listen port in env var `name`, or `fallback` when unset; throws naming the variable otherwise. */
+export const portFromEnv = (name: string, { fallback = 0, anyFree = true, env = process.env }: PortOptions = {}): number => {
+  const text = env[name] ?? String(fallback)
   const port = Number(text)
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`${name} ${JSON.stringify(text)} is not a port`)
+  const lowest = anyFree ? 0 : 1
+  if (!Number.isInteger(port) || port < lowest || port > 65_535) throw new Error(`${name}=${JSON.stringify(text)} is not a port (${lowest}-65535)`)
   return port
 }
 

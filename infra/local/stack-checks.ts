@@ -6,14 +6,6 @@ import { createServer } from 'node:net'
  * and its own edge (by the key only that edge holds).
  */
 
-/** The port in env var `variable`, or `fallback` when unset; throws naming the variable when it is not a port. */
-export const listenPort = (variable: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number => {
-  const text = env[variable] ?? String(fallback)
-  const port = Number(text)
-  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`${variable}=${JSON.stringify(text)} is not a port (1-65535)`)
-  return port
-}
-
 /** Resolves when nothing listens on 127.0.0.1:`port`; rejects naming the port and the variable that moves it. */
 export const assertPortFree = (port: number, variable: string): Promise<void> =>
   new Promise((resolve, reject) => {

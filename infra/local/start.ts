@@ -7,7 +7,8 @@ import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
 import { featureKey } from '../../edge/features/feature-store.ts'
 import seed from '../../edge/features/demo-seed.json' with { type: 'json' }
-import { assertPortFree, confirmBackend, confirmEdge, listenPort } from './stack-checks.ts'
+import { portFromEnv } from './server-process.ts'
+import { assertPortFree, confirmBackend, confirmEdge } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
 
 /**
@@ -27,8 +28,8 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  * exits on its own stops the rest and exits 1.
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const BACKEND_PORT = listenPort('BACKEND_PORT', 8000)
-const EDGE_PORT = listenPort('EDGE_PORT', 8787)
+const BACKEND_PORT = portFromEnv('BACKEND_PORT', { fallback: 8000, anyFree: false })
+const EDGE_PORT = portFromEnv('EDGE_PORT', { fallback: 8787, anyFree: false })
 const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 const TICK_S = Number(process.env.CONTROLLER_TICK_S ?? 60)

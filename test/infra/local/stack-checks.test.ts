@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { assertPortFree, confirmBackend, confirmEdge, listenPort } from '../../../infra/local/stack-checks.ts'
+import { assertPortFree, confirmBackend, confirmEdge } from '../../../infra/local/stack-checks.ts'
 import { freePort } from '../../support/ports.ts'
 
 let servers: Server[] = []
@@ -19,15 +19,6 @@ const foreign = async (status: number, body: unknown): Promise<string> => {
 }
 
 const quick = { tries: 3, everyMs: 10 }
-
-describe('listenPort', () => {
-  it('defaults, reads and refuses by variable name', () => {
-    expect(listenPort('EDGE_PORT', 8787, {})).toBe(8787)
-    expect(listenPort('EDGE_PORT', 8787, { EDGE_PORT: '9001' })).toBe(9001)
-    expect(() => listenPort('EDGE_PORT', 8787, { EDGE_PORT: 'http' })).toThrow('EDGE_PORT="http" is not a port (1-65535)')
-    expect(() => listenPort('BACKEND_PORT', 8000, { BACKEND_PORT: '0' })).toThrow('BACKEND_PORT="0" is not a port')
-  })
-})
 
 describe('assertPortFree', () => {
   it('passes a free port and refuses a taken one, naming the variable', async () => {
