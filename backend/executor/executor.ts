@@ -70,7 +70,7 @@ class Instance {
   private constructor(private readonly worker: Worker, private readonly onLost: (instance: Instance, err: Error) => void) {}
 
   static start(init: WorkerInit, entry: URL, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
-    // The bytes move to the thread (no copy); each instance gets its own buffer.
+    // The bytes move to the thread, not copied: the buffer is detached here afterwards.
     const worker = new Worker(entry, { workerData: init, transferList: [init.modelBytes.buffer as ArrayBuffer] })
     const instance = new Instance(worker, onLost)
     return new Promise((resolve, reject) => {
@@ -145,8 +145,10 @@ export class Executor {
   static async start(options: ExecutorOptions): Promise<Executor> {
     const executor = new Executor(options, [])
     const bytes = await verifiedModelBytes(options.modelPath, options.modelSha256)
+    // Each thread takes its buffer over (transferred, so detached here): all but the last get a copy.
+    const last = options.instanceCount - 1
     const started = await Promise.allSettled(
-      Array.from({ length: options.instanceCount }, () => executor.startInstance(bytes.slice())),
+      Array.from({ length: options.instanceCount }, (_, i) => executor.startInstance(i === last ? bytes : new Uint8Array(bytes))),
     )
     const instances = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
     const failure = started.find((s): s is PromiseRejectedResult => s.status === 'rejected')
