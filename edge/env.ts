@@ -1,7 +1,7 @@
 import type { Context as OtelContext } from '@opentelemetry/api'
 import type { FeatureValue } from '../shared/feature-spec.ts'
-import type { ModelDescription } from './catalog/model-catalog.ts'
-import type { Assignment } from './routing/rollout.ts'
+import type { ModelDescription } from './pipeline/model/catalog.ts'
+import type { Assignment } from './rollout/rollout.ts'
 
 /**
  * The edge worker's one environment definition: Cloudflare bindings (vars and secrets from
@@ -35,7 +35,7 @@ export interface Bindings {
   AWS_SECRET_ACCESS_KEY?: string
   /** Where each rollout controller decision is POSTed as JSON; unset posts nothing. */
   ALERT_WEBHOOK_URL?: string
-  /** Rollout controller thresholds (edge/controller/config.ts has the meaning and default of each). */
+  /** Rollout controller thresholds (edge/rollout/controller-config.ts has the meaning and default of each). */
   CONTROLLER_STEPS?: string
   CONTROLLER_DWELL_MINUTES?: string
   CONTROLLER_MIN_ROWS?: string

@@ -1,11 +1,11 @@
 import { createApp, type EdgeAppOptions } from './app.ts'
-import { controllerConfigFrom } from './controller/config.ts'
-import { createController } from './controller/controller.ts'
-import { historyOf } from './controller/history-store.ts'
-import { createWebhook, type WebhookOptions } from './controller/webhook.ts'
+import { controllerConfigFrom } from './rollout/controller-config.ts'
+import { createController } from './rollout/controller.ts'
+import { historyOf } from './rollout/history-store.ts'
+import { createWebhook, type WebhookOptions } from './rollout/webhook.ts'
 import type { Bindings } from './env.ts'
 import { randomUuid } from './random-ids.ts'
-import { createServices, isolateServices } from './services.ts'
+import { createServices, isolateServices } from './isolate.ts'
 
 /** What a Cron Trigger hands the worker. */
 export interface ScheduledEvent {

@@ -1,8 +1,8 @@
 import { Hono, type Context } from 'hono'
-import type { ModelCatalog } from '../catalog/model-catalog.ts'
+import type { ModelCatalog } from '../pipeline/model/catalog.ts'
 import type { AppEnv } from '../env.ts'
-import type { Transport } from '../forward/transport.ts'
-import { defaultRollout, type RolloutStore } from '../routing/rollout-store.ts'
+import type { Transport } from '../pipeline/forward/transport.ts'
+import { defaultRollout, type RolloutStore } from '../rollout/store.ts'
 
 export interface CatalogRoutesOptions {
   services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; transport: Transport }

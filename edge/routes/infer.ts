@@ -2,11 +2,11 @@ import type { Context } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest } from '../../shared/protocol.ts'
 import type { AppEnv } from '../env.ts'
-import type { Transport } from '../forward/transport.ts'
+import type { Transport } from '../pipeline/forward/transport.ts'
 import { Problem } from '../problem.ts'
-import { deadlineAt } from './deadline.ts'
-import { isRecord } from '../validation/format.ts'
-import { jsonBody } from '../body/json-body.ts'
+import { deadlineAt } from '../pipeline/forward/deadline.ts'
+import { isRecord } from '../format.ts'
+import { jsonBody } from '../pipeline/body/json-body.ts'
 
 export interface InferHandlerOptions {
   transport: (c: Context<AppEnv>) => Transport

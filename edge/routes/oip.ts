@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono'
 import type { AppEnv } from '../env.ts'
-import { HttpTransport } from '../forward/http-transport.ts'
-import type { ProtocolReader } from '../forward/transport.ts'
+import { HttpTransport } from '../pipeline/forward/http-transport.ts'
+import type { ProtocolReader } from '../pipeline/forward/transport.ts'
 import { Problem } from '../problem.ts'
 
 export interface OipRoutesOptions {

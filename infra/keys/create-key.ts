@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
-import { API_KEYS_HASH } from '../../edge/auth/upstash-key-store.ts'
-import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/auth/api-key.ts'
+import { API_KEYS_HASH } from '../../edge/pipeline/auth/upstash-key-store.ts'
+import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/pipeline/auth/api-key.ts'
 
 /**
  * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json] [--redis]`

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import type { HistoryEntry } from '../../edge/controller/history-store.ts'
-import type { Rollout } from '../../edge/routing/rollout.ts'
+import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
+import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { createCanaryRepository } from './canary-repository.ts'
 import { canaryRollout, sendPinnedTraffic } from './canary-traffic.ts'
 

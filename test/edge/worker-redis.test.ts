@@ -1,6 +1,6 @@
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
 import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
 import { encodeInstance, type FeatureValue } from '../../shared/feature-spec.ts'
 import { applicant, CREDIT_SPEC, CREDIT_WIDTH } from '../backend/support/applicants.ts'

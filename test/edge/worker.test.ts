@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
 import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'

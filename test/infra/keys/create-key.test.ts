@@ -1,9 +1,9 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../edge/auth/key-store.ts'
+import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
 import type { AppEnv } from '../../../edge/env.ts'
-import { auth } from '../../../edge/middleware/auth.ts'
+import { auth } from '../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { runCreateKey } from './support/create-key-process.ts'
 

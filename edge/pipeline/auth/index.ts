@@ -1,0 +1,78 @@
+import type { Context, MiddlewareHandler } from 'hono'
+import { type Scope, hashApiKey, isApiKey } from './api-key.ts'
+import type { KeyStore } from './key-store.ts'
+import type { AppEnv } from '../../env.ts'
+import { Problem } from '../../problem.ts'
+
+export interface AuthOptions {
+  /** Where keys are looked up, or how to find the store for this request (e.g. `envKeyStore()`). */
+  store: KeyStore | ((c: Context<AppEnv>) => KeyStore)
+  /** The scope this route requires. */
+  scope?: Scope
+  /** Realm named in `WWW-Authenticate`. */
+  realm?: string
+}
+
+const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i
+
+/**
+ * Reads the key from `Authorization: Bearer <key>` or `X-Api-Key` (both may be sent only if they
+ * agree); the key never reaches a problem detail, a log line or an error message.
+ */
+const presentedKey = (c: Context<AppEnv>, unauthorized: (detail: string, error?: string) => Problem): string => {
+  const authorization = c.req.header('authorization')
+  const apiKey = c.req.header('x-api-key')
+  let fromAuthorization: string | undefined
+  if (authorization !== undefined) {
+    const match = BEARER.exec(authorization)
+    if (!match) throw unauthorized('the Authorization header must be "Bearer <key>"', 'invalid_request')
+    fromAuthorization = match[1]
+  }
+  const fromApiKey = apiKey?.trim()
+  if (fromAuthorization !== undefined && fromApiKey !== undefined && fromAuthorization !== fromApiKey) {
+    throw unauthorized('Authorization and X-Api-Key carry different keys; send one', 'invalid_request')
+  }
+  const key = fromAuthorization ?? fromApiKey
+  if (key === undefined || key === '') throw unauthorized('an API key is required: send "Authorization: Bearer <key>" or "X-Api-Key: <key>"')
+  return key
+}
+
+/**
+ * Authenticates the caller by API key and checks the route's scope: 401 with `WWW-Authenticate`
+ * for a missing, malformed or unknown key, 403 for a key without the scope. Sets `caller`.
+ */
+const DIGEST_CACHE_SIZE = 1_024
+
+/**
+ * SHA-256 of recently presented keys. Hashing dominates the edge's own cost per request; a
+ * caller sends the same key every time, so the isolate remembers a bounded number of digests.
+ */
+const digests = new Map<string, string>()
+const digestOf = async (key: string): Promise<string> => {
+  const known = digests.get(key)
+  if (known !== undefined) return known
+  const digest = await hashApiKey(key)
+  if (digests.size >= DIGEST_CACHE_SIZE) digests.delete(digests.keys().next().value!)
+  digests.set(key, digest)
+  return digest
+}
+
+export const auth = ({ store, scope = 'predict', realm = 'edge-infer' }: AuthOptions): MiddlewareHandler<AppEnv> => {
+  const challenge = `Bearer realm="${realm}"`
+  const unauthorized = (detail: string, error?: string) =>
+    new Problem(401, 'Unauthorized', detail, { headers: { 'www-authenticate': error ? `${challenge}, error="${error}"` : challenge } })
+  return async function auth(c, next) {
+    const key = presentedKey(c, unauthorized)
+    if (!isApiKey(key)) throw unauthorized('the API key is malformed', 'invalid_token')
+    const keys = typeof store === 'function' ? store(c) : store
+    const entry = await keys.find(await digestOf(key))
+    if (entry === undefined) throw unauthorized('the API key is not recognized', 'invalid_token')
+    if (!(entry.scopes as readonly string[]).includes(scope)) {
+      throw new Problem(403, 'Forbidden', `the API key "${entry.name}" lacks the "${scope}" scope`, {
+        headers: { 'www-authenticate': `${challenge}, error="insufficient_scope", scope="${scope}"` },
+      })
+    }
+    c.set('caller', { name: entry.name, scopes: [...entry.scopes], rateLimitPerMinute: entry.rate_limit_per_minute })
+    await next()
+  }
+}

@@ -1,0 +1,125 @@
+import type { Context } from 'hono'
+import type { AppEnv } from '../../env.ts'
+import { Problem } from '../../problem.ts'
+import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from './api-key.ts'
+
+/** Where the edge looks up API keys by their SHA-256 hex digest. */
+export interface KeyStore {
+  find(hash: string): Promise<KeyEntry | undefined>
+}
+
+/** `API_KEYS` (or another key source) cannot be used; raised once, at startup or first use. */
+export class KeyConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'KeyConfigError'
+  }
+}
+
+const formatPath = (source: string, path: readonly PropertyKey[]): string =>
+  path.reduce<string>((at, part) => (typeof part === 'number' ? `${at}[${part}]` : `${at}.${String(part)}`), source)
+
+/**
+ * Parses and validates the `API_KEYS` JSON. Errors name the entry and field but never echo the
+ * secret's text (a JSON syntax error message would quote it, and it might hold a pasted key).
+ */
+export const parseApiKeys = (json: string | undefined, source = 'API_KEYS'): KeyEntry[] => {
+  if (json === undefined || json.trim() === '') {
+    throw new KeyConfigError(`${source} is not set: create a key with \`npm run keys:create -- --name <name> --scopes predict\` and store the printed entry in a JSON array (use [] for no keys)`)
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(json)
+  } catch {
+    throw new KeyConfigError(`${source} is not valid JSON: expected an array of {"name", "hash", "scopes", "rate_limit_per_minute"} entries`)
+  }
+  const parsed = apiKeysSchema.safeParse(value)
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${formatPath(source, issue.path)}: ${issue.message}`)
+    throw new KeyConfigError(`${source} is invalid: ${problems.join('; ')}`)
+  }
+  return parsed.data
+}
+
+/**
+ * Keys held in memory, typically parsed from the `API_KEYS` secret. `find` compares the digest
+ * against every entry in constant time and never stops early, so timing does not tell how close a
+ * guess came or where its entry sits.
+ */
+export class MemoryKeyStore implements KeyStore {
+  readonly #entries: ReadonlyArray<{ entry: KeyEntry; digest: Uint8Array }>
+
+  /** Throws `KeyConfigError` for invalid entries (bad fields, duplicate names or hashes). */
+  constructor(entries: readonly KeyEntry[]) {
+    const parsed = apiKeysSchema.safeParse(entries)
+    if (!parsed.success) {
+      throw new KeyConfigError(`key entries are invalid: ${parsed.error.issues.map((issue) => `${formatPath('entries', issue.path)}: ${issue.message}`).join('; ')}`)
+    }
+    this.#entries = parsed.data.map((entry) => ({ entry, digest: digestFromHex(entry.hash)! }))
+  }
+
+  /** A store from the `API_KEYS` JSON; throws `KeyConfigError` with a readable reason. */
+  static fromSecret(json: string | undefined, source = 'API_KEYS'): MemoryKeyStore {
+    return new MemoryKeyStore(parseApiKeys(json, source))
+  }
+
+  get size(): number {
+    return this.#entries.length
+  }
+
+  async find(hash: string): Promise<KeyEntry | undefined> {
+    const digest = digestFromHex(hash)
+    if (digest === undefined) return undefined
+    let found: KeyEntry | undefined
+    for (const { entry, digest: stored } of this.#entries) {
+      const match = timingSafeEqual(digest, stored)
+      found = match ? entry : found
+    }
+    return found
+  }
+}
+
+export interface EnvKeyStoreOptions {
+  /** A store every isolate shares (Redis), consulted after the secret; may be absent per request. */
+  shared?: (c: Context<AppEnv>) => KeyStore | undefined
+}
+
+/**
+ * A per-isolate store resolver for Workers, where secrets arrive with each request: parses
+ * `c.env.API_KEYS` once per distinct value and reuses the store. An invalid secret is logged once
+ * (without its content) and answered with a 503 problem on every request until it is fixed, instead
+ * of failing obscurely per request. With a shared store the secret may be left unset.
+ */
+export const envKeyStore = ({ shared }: EnvKeyStoreOptions = {}): ((c: Context<AppEnv>) => KeyStore) => {
+  let cached: { secret: string | undefined; sharedStore: KeyStore | undefined; store?: KeyStore; error?: KeyConfigError } | undefined
+  return function resolveKeyStore(c) {
+    const secret = c.env?.API_KEYS
+    const sharedStore = shared?.(c)
+    if (cached === undefined || cached.secret !== secret || cached.sharedStore !== sharedStore) {
+      try {
+        const fromSecret = sharedStore && (secret === undefined || secret.trim() === '') ? undefined : MemoryKeyStore.fromSecret(secret)
+        const stores = [fromSecret, sharedStore].filter((store) => store !== undefined)
+        cached = { secret, sharedStore, store: stores.length === 1 ? stores[0] : new ChainedKeyStore(stores) }
+      } catch (err) {
+        if (!(err instanceof KeyConfigError)) throw err
+        cached = { secret, sharedStore, error: err }
+        console.error(JSON.stringify({ level: 'error', msg: 'API key configuration is invalid; every authenticated request gets 503', error: err.message }))
+      }
+    }
+    if (cached.store) return cached.store
+    throw new Problem(503, 'Service Unavailable', 'authentication is not configured correctly on this edge; the operator has been told', { slug: 'auth-misconfigured' })
+  }
+}
+
+/** Looks in each store in turn: the `API_KEYS` secret first, then the shared one. */
+export class ChainedKeyStore implements KeyStore {
+  constructor(private readonly stores: readonly KeyStore[]) {}
+
+  async find(hash: string): Promise<KeyEntry | undefined> {
+    for (const store of this.stores) {
+      const entry = await store.find(hash)
+      if (entry) return entry
+    }
+    return undefined
+  }
+}

@@ -1,0 +1,46 @@
+import type { Context, MiddlewareHandler } from 'hono'
+import { quoteInput } from '../../../shared/quote-input.ts'
+import { BodyAborted, BodyTooLarge, readBodyText } from './read-text.ts'
+import type { AppEnv } from '../../env.ts'
+import { CLIENT_CLOSED_REQUEST, Problem } from '../../problem.ts'
+
+export interface RequireJsonOptions {
+  /** Largest body accepted, in bytes, or how to find it for this request (e.g. from a binding). */
+  maxBytes?: number | ((c: Context<AppEnv>) => number)
+}
+
+const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
+
+/**
+ * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
+ * limit (declared, or counted while the body streams in), 415 for other media types or content
+ * codings. The body is read here, once, and handed on as `bodyText`. A client that goes away
+ * before its body has arrived gets 499 (client-closed): logged as its doing, not the edge's.
+ */
+export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
+  async function requireJson(c, next) {
+    if (c.req.method !== 'POST' && c.req.method !== 'PUT') return next()
+    const maxBytes = typeof limit === 'function' ? limit(c) : limit
+    const declared = c.req.header('content-length')
+    if (declared !== undefined && Number(declared) > maxBytes) {
+      // None of it will be read: cancelling says so. Under `wrangler dev` an untouched body kept its
+      // proxy from passing the 413 on until the whole declared length had been uploaded.
+      await c.req.raw.body?.cancel().catch(() => {})
+      throw new Problem(413, 'Payload Too Large', `request body is ${declared} bytes; the limit is ${maxBytes}`)
+    }
+    const type = c.req.header('content-type') ?? ''
+    if (!isJson(type)) {
+      throw new Problem(415, 'Unsupported Media Type', `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`)
+    }
+    const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
+    if (encoding && encoding !== 'identity') {
+      throw new Problem(415, 'Unsupported Media Type', `Content-Encoding ${quoteInput(encoding)} is not accepted; send uncompressed JSON`, { headers: { 'accept-encoding': 'identity' } })
+    }
+    const text = await readBodyText(c.req.raw, maxBytes).catch((err: unknown) => {
+      if (err instanceof BodyTooLarge) throw new Problem(413, 'Payload Too Large', err.message)
+      if (err instanceof BodyAborted) throw new Problem(CLIENT_CLOSED_REQUEST, 'Client Closed Request', err.message, { slug: 'client-closed' })
+      throw err
+    })
+    c.set('bodyText', text)
+    await next()
+  }

@@ -1,0 +1,173 @@
+import { HEADERS } from '../../../shared/headers.ts'
+import type { InferResponse } from '../../../shared/protocol.ts'
+import { Problem } from '../../problem.ts'
+import { type CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
+import { isRecord } from '../../format.ts'
+import type { BackendAnswer, BackendModelMetadata, InferCall, ProtocolReader, Transport } from './transport.ts'
+
+export interface HttpTransportOptions {
+  baseUrl: string
+  /** Extra attempts after a connection failure or a 503, while the deadline allows. */
+  retries?: number
+  /**
+   * Where each call finds its breaker: one per model version on this target, one for the shadow
+   * copies sent to each version, one for the model list and metadata.
+   */
+  breakers?: CircuitBreakers
+  fetch?: typeof fetch
+  now?: () => number
+}
+
+/** How long a metadata, model-list, readiness or health call may take. */
+const REPOSITORY_TIMEOUT_MS = 5_000
+
+/** What `send` sends; the deadline header is added per attempt, with what remains. */
+interface Outgoing {
+  method?: 'POST'
+  headers: Record<string, string>
+  body?: string
+}
+
+/** A refusal from the backend that the edge passes on (or falls back from). */
+export class BackendRefusal extends Problem {
+  constructor(status: 429 | 503 | 504, detail: string, retryAfter?: string) {
+    const titles = { 429: 'Too Many Requests', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as const
+    super(status, titles[status], detail, { slug: `backend-${status}`, headers: retryAfter ? { 'retry-after': retryAfter } : {} })
+  }
+}
+
+/** The caller's deadline passed before `tier` answered. */
+export const deadlinePassed = (tier: string): BackendRefusal => new BackendRefusal(504, `no answer from the ${tier} within the request's deadline`)
+
+/**
+ * How the edge passes on an inference tier's refusal of an infer call, whichever tier it was:
+ * overload and timeouts stay refusals (the fallback and Retry-After depend on them), unknown
+ * models and bad tensors stay the client's, anything else is the tier's fault.
+ */
+export const tierRefusal = (tier: string, status: number, message: string, retryAfter?: string): Problem => {
+  if (status === 429 || status === 503 || status === 504) return new BackendRefusal(status, `${tier}: ${message}`, retryAfter)
+  if (status === 404) return new Problem(404, 'Not Found', `${tier}: ${message}`)
+  if (status === 400) return new Problem(400, 'Bad Request', `${tier}: ${message}`, { slug: 'invalid-tensor-request' })
+  // Permanent: the request is larger than the tier will ever take (no Retry-After, no fallback).
+  if (status === 413) return new Problem(413, 'Content Too Large', `${tier}: ${message}`, { slug: 'request-too-large' })
+  return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
+}
+
+/** The protocol's `{"error": "..."}` of a parsed body, else the status. */
+const errorOf = (body: unknown, status: number): string => (isRecord(body) && typeof body.error === 'string' ? body.error : `status ${status}`)
+
+/** The body of a response as JSON, or undefined when it is none. */
+const jsonOf = (res: Response): Promise<unknown> => res.json().catch(() => undefined)
+
+export const backendError = async (res: Response): Promise<string> => errorOf(await jsonOf(res), res.status)
+
+/**
+ * Forwards to the backend over HTTP: deadline-bounded, retried only where a retry cannot
+ * duplicate work (connection refused, 503), and guarded by circuit breakers scoped so that a
+ * failing canary, a warming version or a slow shadow never opens the circuit of the traffic
+ * clients are answered with.
+ */
+export class HttpTransport implements Transport, ProtocolReader {
+  readonly name = 'http'
+  private readonly baseUrl: string
+  private readonly retries: number
+  private readonly breakers: CircuitBreakers
+  private readonly fetcher: typeof fetch
+  private readonly now: () => number
+
+  // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
+  constructor({ baseUrl, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '')
+    this.retries = retries
+    this.breakers = breakers
+    this.fetcher = fetcher
+    this.now = now
+  }
+
+  async infer(call: InferCall): Promise<InferResponse> {
+    const url = `${this.baseUrl}/v2/models/${encodeURIComponent(call.model)}/versions/${call.version}/infer`
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      [HEADERS.requestId]: call.requestId,
+      ...(call.traceparent ? { [HEADERS.traceparent]: call.traceparent } : {}),
+    }
+    // The URL names target, model and version; a 503 "not ready" counts against that version only.
+    const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
+    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineAt, breaker)
+    if (res.ok) return (await res.json()) as InferResponse
+    throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
+  }
+
+  async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
+    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
+    if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
+    return (await res.json()) as BackendModelMetadata
+  }
+
+  async models(requestId: string): Promise<string[]> {
+    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
+    const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
+    return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
+  }
+
+  /**
+   * A metadata, readiness or health read, answered as the backend answered it, a model's or the
+   * server's "not ready" (503 with `ready: false`) included; its refusals are mapped as infer's are.
+   */
+  async read(path: string, requestId: string): Promise<BackendAnswer> {
+    const url = `${this.baseUrl}${path}`
+    // One circuit per read: a version answering "not ready" must not open the circuit of health or of other models.
+    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.breakers(`${url} (read)`))
+    const body = await jsonOf(res)
+    if (res.status === 200 || (res.status === 503 && isRecord(body) && body.ready === false)) return { status: res.status, body }
+    throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)
+  }
+
+  /** The model list and metadata: one circuit per target, apart from every version's infer calls. */
+  private repositoryBreaker(): CircuitBreaker {
+    return this.breakers(`${this.baseUrl}/v2/models`)
+  }
+
+  /**
+   * One logical request: retried on connection failure or 503 while the deadline and the breaker
+   * allow a retry; when they do not, the last answer stands. Each attempt tells the backend what
+   * remains of the deadline, so its queue drops the request when the caller has stopped waiting.
+   */
+  private async send(url: string, outgoing: Outgoing, deadlineAt: number, breaker: CircuitBreaker): Promise<Response> {
+    const left = () => deadlineAt - this.now()
+    if (left() < 1) throw deadlinePassed('inference tier')
+    if (!breaker.allow()) {
+      throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
+    }
+    for (let attempt = 0; ; attempt++) {
+      const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker)
+      const unavailable = answer.status === 503
+      if (!unavailable || attempt >= this.retries || left() < 1 || !breaker.allow()) {
+        if (answer instanceof Response) return answer
+        throw answer
+      }
+      if (answer instanceof Response) await answer.body?.cancel()
+    }
+  }
+
+  /**
+   * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
+   * anything else happens: a probe that reported nothing would hold the circuit half-open.
+   */
+  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
+    let res: Response
+    try {
+      res = await this.fetcher(url, { ...outgoing, headers: { ...headers, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
+    } catch (err) {
+      breaker.failure()
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+      if (timedOut) return deadlinePassed('inference tier')
+      return new BackendRefusal(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
+    }
+    if (res.status >= 500 && res.status !== 504) breaker.failure()
+    else breaker.success()
+    return res
+  }
+}

@@ -1,0 +1,48 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import type { InferRequest, InferResponse, ModelMetadata } from '../../../shared/protocol.ts'
+
+/** One infer call from the edge to an inference tier. */
+export interface InferCall {
+  model: string
+  version: number
+  request: InferRequest
+  requestId: string
+  /**
+   * When the caller stops waiting, in epoch milliseconds: fixed once, when the request arrived,
+   * so that every attempt on every tier gets what remains of it rather than a fresh budget.
+   */
+  deadlineAt: number
+  traceparent?: string
+  /** A copy sent to a shadow version for comparison: its failures never count against client traffic. */
+  shadow?: boolean
+}
+
+/** Metadata the backend serves, with the protocol extensions the edge compiles validation from. */
+export interface BackendModelMetadata extends ModelMetadata {
+  features?: unknown
+  postprocess?: unknown
+}
+
+/** How the edge reaches an inference tier: HTTP to the GPU backend, or the Lambda CPU tier. */
+export interface Transport {
+  readonly name: string
+  infer(call: InferCall): Promise<InferResponse>
+  metadata(model: string, requestId: string): Promise<BackendModelMetadata>
+  /** Names of the models the tier holds. */
+  models(requestId: string): Promise<string[]>
+}
+
+/** A backend answer the edge passes on as it is: its status and its JSON body. */
+export interface BackendAnswer {
+  status: ContentfulStatusCode
+  body: unknown
+}
+
+/**
+ * Open Inference Protocol reads (model metadata, readiness, health) from the HTTP backend: the
+ * Lambda tier serves inference only, so these are not part of `Transport`.
+ */
+export interface ProtocolReader {
+  /** GETs `path` (e.g. `/v2/health/ready`) from the backend. */
+  read(path: string, requestId: string): Promise<BackendAnswer>
+}

@@ -1,0 +1,128 @@
+import { Hono, type Context } from 'hono'
+import type { ModelCatalog, ModelDescription } from '../pipeline/model/catalog.ts'
+import { HISTORY_CAP, historyOf, type HistoryEntry, type HistoryStore } from './history-store.ts'
+import type { AppEnv } from '../env.ts'
+import { Problem, type FieldError } from '../problem.ts'
+import { withLayout } from './bucket-layout.ts'
+import { reroutesOf, type Reroutes } from '../pipeline/route/reroutes.ts'
+import { rolloutSchema, type Rollout } from './rollout.ts'
+import { defaultRollout, type RolloutStore } from './store.ts'
+import { randomUuid } from '../random-ids.ts'
+import { formatPath, isRecord } from '../format.ts'
+import { jsonBody } from '../pipeline/body/json-body.ts'
+
+export interface RolloutRoutesOptions {
+  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore; reroutes?: Reroutes }
+}
+
+const etag = (revision: number) => `"r${revision}"`
+
+/**
+ * The stored revision If-Match lets a PUT replace, or undefined when it names none of it (412).
+ * As RFC 9110 has it: a list of strong ETags, any of which may match, or `*` for whatever
+ * revision is stored (none when the model has no stored rollout yet). A value that is neither is 400.
+ */
+const matchedRevision = (ifMatch: string, stored: number | undefined): number | undefined => {
+  if (ifMatch.trim() === '*') return stored
+  const tags = ifMatch.split(',').map((tag) => /^"r(\d+)"$/.exec(tag.trim())?.[1])
+  if (tags.some((tag) => tag === undefined)) throw new Problem(400, 'Bad Request', `If-Match must be "*" or ETags from GET, like "r${stored ?? 0}"`)
+  const current = stored ?? 0
+  return tags.some((tag) => Number(tag) === current) ? current : undefined
+}
+
+/** Versions a rollout names that the backend does not serve. */
+const unknownVersions = (rollout: Rollout, model: ModelDescription): FieldError[] => {
+  const served = new Set(model.versions)
+  const errors: FieldError[] = []
+  rollout.arms.forEach((arm, i) => {
+    if (!served.has(arm.version)) errors.push({ path: `arms[${i}].version`, message: `version ${arm.version} is not served (served: ${model.versions.join(', ')})` })
+  })
+  rollout.pinnable.forEach((v, i) => {
+    if (!served.has(v)) errors.push({ path: `pinnable[${i}]`, message: `version ${v} is not served` })
+  })
+  if (rollout.shadow && !served.has(rollout.shadow.version)) errors.push({ path: 'shadow.version', message: `version ${rollout.shadow.version} is not served` })
+  return errors
+}
+
+/** A PUT's history entry: the canary arm's weights before and after, when either side runs a canary. */
+const manualEntry = (model: string, actor: string, before: Rollout | undefined, after: Rollout, revision: number): HistoryEntry => {
+  const variant = after.canary?.variant ?? before?.canary?.variant ?? null
+  const weightOf = (rollout: Rollout | undefined) => rollout?.arms.find((a) => a.variant === variant)?.weight ?? null
+  const reason = after.canary && !before?.canary ? `canary "${variant}" started by PUT`
+    : before?.canary && !after.canary ? `canary "${variant}" ended by PUT`
+    : 'rollout replaced by PUT'
+  return { id: randomUuid(), model, time: new Date().toISOString(), actor, action: 'manual', variant, from_weight: weightOf(before), to_weight: weightOf(after), reason, revision }
+}
+
+const DEFAULT_HISTORY_LIMIT = 100
+
+/**
+ * `GET|PUT /v1/models/{model}/rollout` (mounted behind the `admin` scope): the weights, pins and
+ * shadow of a model. PUT replaces the whole state atomically and needs `If-Match` with the ETag
+ * of the revision it replaces (428 without); it fails (412) if someone changed it since. A rollout with a `canary` hands that arm
+ * to the controller. `GET .../rollout/history` lists the controller's decisions and the PUTs,
+ * newest first (`?limit=`, default 100, at most 500).
+ */
+export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
+  new Hono<AppEnv>()
+    .get('/v1/models/:model/rollout', async (c) => {
+      const { catalog, rollouts } = services(c)
+      const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
+      const stored = await rollouts.get(model.name)
+      const revision = stored?.revision ?? 0
+      c.header('etag', etag(revision))
+      return c.json({
+        model: model.name,
+        revision,
+        source: stored ? 'stored' : 'default',
+        rollout: stored?.rollout ?? defaultRollout(model),
+        // This isolate's requests under this revision sent off arms whose version is not served.
+        rerouted: reroutesOf(services(c)).counts(model.name, revision),
+      })
+    })
+    .put('/v1/models/:model/rollout', async (c) => {
+      const ifMatch = c.req.header('if-match')
+      // Without it a PUT would replace whatever revision it happened to read, another admin's
+      // or the controller's change of a moment ago included.
+      if (ifMatch === undefined) {
+        throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
+      }
+      const { catalog, rollouts } = services(c)
+      // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
+      const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { fresh: true })
+      const body: unknown = await jsonBody(c)
+      const parsed = rolloutSchema.safeParse(isRecord(body) && isRecord(body.rollout) ? body.rollout : body)
+      if (!parsed.success) {
+        const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
+        throw new Problem(400, 'Bad Request', 'the rollout is invalid', { slug: 'invalid-rollout', errors })
+      }
+      const unknown = unknownVersions(parsed.data, model)
+      if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
+      const stored = await rollouts.get(model.name, { fresh: true })
+      const current = stored?.revision ?? 0
+      const expected = matchedRevision(ifMatch, stored?.revision)
+      const conflict = () => new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
+      // The layout is derived from the revision it replaces, so that one must be the one just read.
+      if (expected === undefined) throw conflict()
+      const rollout = withLayout(parsed.data, stored?.rollout)
+      const revision = await rollouts.compareAndSet(model.name, expected, rollout)
+      if (revision === undefined) throw conflict()
+      const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, rollout, revision)
+      await historyOf(services(c)).append(entry).catch((error: unknown) => {
+        // The change is made; a history outage must not report it as failed.
+        console.error(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: model.name, id: entry.id, error: error instanceof Error ? error.message : String(error) }))
+      })
+      c.header('etag', etag(revision))
+      return c.json({ model: model.name, revision, source: 'stored', rollout })
+    })
+    .get('/v1/models/:model/rollout/history', async (c) => {
+      // Mounted behind the admin scope like the rollout itself; should that guard ever be
+      // missing, refuse rather than show the history to anyone.
+      if (!c.var.caller?.scopes.includes('admin')) throw new Problem(401, 'Unauthorized', 'an API key with the "admin" scope is required')
+      const raw = c.req.query('limit')
+      const limit = raw === undefined ? DEFAULT_HISTORY_LIMIT : Number(raw)
+      if (!Number.isInteger(limit) || limit < 1 || limit > HISTORY_CAP) throw new Problem(400, 'Bad Request', `limit must be an integer from 1 to ${HISTORY_CAP}`)
+      // No catalog lookup: the history of a model the backend no longer serves is still wanted.
+      const model = c.req.param('model')
+      return c.json({ model, entries: await historyOf(services(c)).list(model, limit) })
+    })

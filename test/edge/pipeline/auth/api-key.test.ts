@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest'
+import {
+  apiKeysSchema, bytesToHex, digestApiKey, digestFromHex, generateApiKey, hashApiKey, isApiKey, keyEntrySchema, timingSafeEqual,
+} from '../../../../edge/pipeline/auth/api-key.ts'
+
+const entry = { name: 'web', hash: 'a'.repeat(64), scopes: ['predict'], rate_limit_per_minute: 600 }
+
+describe('API key format', () => {
+  it('generates prefixed keys carrying 32 random bytes', () => {
+    const key = generateApiKey()
+    expect(key).toMatch(/^ei_live_[A-Za-z0-9_-]{43}$/)
+    expect(isApiKey(key)).toBe(true)
+    const body = key.slice('ei_live_'.length).replace(/-/g, '+').replace(/_/g, '/')
+    expect(Buffer.from(body, 'base64')).toHaveLength(32)
+    expect(generateApiKey('test')).toMatch(/^ei_test_/)
+  })
+
+  it('never repeats a key', () => {
+    const keys = new Set(Array.from({ length: 1000 }, () => generateApiKey()))
+    expect(keys.size).toBe(1000)
+  })
+
+  it('refuses unsafe environment tags', () => {
+    expect(() => generateApiKey('Live')).toThrow(TypeError)
+    expect(() => generateApiKey('a_b')).toThrow(TypeError)
+    expect(() => generateApiKey('')).toThrow(TypeError)
+  })
+
+  it('recognizes only well-formed keys', () => {
+    const key = generateApiKey('local')
+    expect(isApiKey(`${key}x`)).toBe(false)
+    expect(isApiKey(key.slice(0, -1))).toBe(false)
+    expect(isApiKey(key.replace('ei_', 'ex_'))).toBe(false)
+    expect(isApiKey(` ${key}`)).toBe(false)
+    expect(isApiKey('')).toBe(false)
+  })
+})
+
+describe('hashing and comparison', () => {
+  it('hashes with SHA-256 to lowercase hex', async () => {
+    expect(await hashApiKey('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')
+    const key = generateApiKey()
+    expect(await hashApiKey(key)).toBe(bytesToHex(await digestApiKey(key)))
+  })
+
+  it('round-trips digests through hex and rejects other strings', async () => {
+    const digest = await digestApiKey('abc')
+    expect(digestFromHex(bytesToHex(digest))).toEqual(digest)
+    expect(digestFromHex('ABC')).toBeUndefined()
+    expect(digestFromHex('A'.repeat(64))).toBeUndefined()
+    expect(digestFromHex('a'.repeat(63))).toBeUndefined()
+  })
+
+  it('compares byte arrays', () => {
+    const a = new Uint8Array([1, 2, 3, 4])
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3, 4]))).toBe(true)
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3, 5]))).toBe(false)
+    expect(timingSafeEqual(a, new Uint8Array([0, 2, 3, 4]))).toBe(false)
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3]))).toBe(false)
+    expect(timingSafeEqual(new Uint8Array(), new Uint8Array())).toBe(true)
+  })
+})
+
+describe('stored entries', () => {
+  it('accepts a well-formed entry and array', () => {
+    expect(keyEntrySchema.parse(entry)).toEqual(entry)
+    expect(apiKeysSchema.parse([entry, { ...entry, name: 'ios', hash: 'b'.repeat(64), scopes: ['predict', 'admin'] }])).toHaveLength(2)
+  })
+
+  it('refuses bad fields', () => {
+    for (const bad of [
+      { ...entry, hash: generateApiKey() },
+      { ...entry, hash: 'A'.repeat(64) },
+      { ...entry, scopes: [] },
+      { ...entry, scopes: ['predict', 'predict'] },
+      { ...entry, scopes: ['root'] },
+      { ...entry, rate_limit_per_minute: 0 },
+      { ...entry, rate_limit_per_minute: 1.5 },
+      { ...entry, name: '' },
+      { ...entry, name: 'has space' },
+      { ...entry, key: 'extra field' },
+    ]) {
+      expect(keyEntrySchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false)
+    }
+  })
+
+  it('refuses duplicate names and hashes', () => {
+    expect(apiKeysSchema.safeParse([entry, { ...entry, hash: 'b'.repeat(64) }]).success).toBe(false)
+    expect(apiKeysSchema.safeParse([entry, { ...entry, name: 'ios' }]).success).toBe(false)
+  })
+})

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { circuitBreakers } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
+import { HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
+import { Problem } from '../../../../edge/problem.ts'
+import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
+import { createFixtureRepository, type FixtureRepository } from '../../../backend/support/fixture-repository.ts'
+import { creditRequest } from '../../../backend/support/applicants.ts'
+import { freePort } from '../../../support/ports.ts'
+
+let repo: FixtureRepository
+let backend: BackendProcess
+
+const call = (version: number, deadlineMs = 5_000) => ({
+  model: 'credit-risk', version, request: creditRequest(2) as never, requestId: 'edge-test-1', deadlineAt: Date.now() + deadlineMs,
+})
+
+beforeAll(async () => {
+  repo = await createFixtureRepository()
+  await repo.addModel('parked', {
+    maxBatchSize: 1024,
+    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, max_queue_size: 64 }),
+  })
+  backend = await startBackend({ MODEL_REPOSITORY: repo.root })
+})
+
+afterAll(async () => {
+  await backend?.stop()
+  await repo?.remove()
+})
+
+describe('HttpTransport against the real backend', () => {
+  it('forwards an infer call to the named version and returns its answer', async () => {
+    const transport = new HttpTransport({ baseUrl: backend.url })
+    const v1 = await transport.infer(call(1))
+    expect(v1).toMatchObject({ model_name: 'credit-risk', model_version: '1' })
+    expect(v1.outputs[0].shape).toEqual([2, 2])
+    expect((await transport.infer(call(2))).model_version).toBe('2')
+  })
+
+  it('reads model metadata with the feature spec', async () => {
+    const metadata = await new HttpTransport({ baseUrl: backend.url }).metadata('credit-risk', 'edge-test-2')
+    expect(metadata.versions).toEqual(['1', '2'])
+    expect((metadata.features as { input: string }).input).toBe('features')
+  })
+
+  it('maps an unknown model to a 404 problem', async () => {
+    const error = await new HttpTransport({ baseUrl: backend.url }).metadata('nope', 'x').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Problem)
+    expect((error as Problem).status).toBe(404)
+  })
+
+  it('passes the deadline to the backend, whose queue answers 504 when it expires', async () => {
+    const transport = new HttpTransport({ baseUrl: backend.url })
+    const request = { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32' as const, data: [1, 2, 3, 4] }] }
+    const error = await transport.infer({ model: 'parked', version: 1, request, requestId: 'edge-test-3', deadlineAt: Date.now() + 200 }).catch((e: unknown) => e)
+    expect((error as Problem).status).toBe(504)
+  })
+
+  it('passes on a request larger than the queue could ever hold as a permanent 413, not as a 502 or a retryable refusal', async () => {
+    const transport = new HttpTransport({ baseUrl: backend.url })
+    const request = { inputs: [{ name: 'features', shape: [65, 4], datatype: 'FP32' as const, data: Array.from({ length: 260 }, () => 0.5) }] }
+    const error = (await transport.infer({ model: 'parked', version: 1, request, requestId: 'edge-test-4', deadlineAt: Date.now() + 5_000 }).catch((e: unknown) => e)) as Problem
+    expect(error).toBeInstanceOf(Problem)
+    expect([error.status, error.title, error.extra.headers?.['retry-after']]).toEqual([413, 'Content Too Large', undefined])
+    expect(error.detail).toMatch(/max_queue_size 64/)
+  })
+
+  it('answers 503 when the backend is unreachable, then stops trying once the circuit opens', async () => {
+    const port = await freePort()
+    let attempts = 0
+    const counting: typeof fetch = (input, init) => {
+      attempts++
+      return fetch(input, init)
+    }
+    const transport = new HttpTransport({ baseUrl: `http://127.0.0.1:${port}`, retries: 1, breakers: circuitBreakers({ failureThreshold: 3, cooldownMs: 60_000 }), fetch: counting })
+    const first = await transport.infer(call(2)).catch((e: unknown) => e)
+    expect((first as Problem).status).toBe(503)
+    expect((first as Problem).detail).toBe('inference tier unreachable')
+    expect(attempts).toBe(2)
+    await transport.infer(call(2)).catch(() => undefined)
+    const refused = await transport.infer(call(2)).catch((e: unknown) => e)
+    expect((refused as Problem).detail).toMatch(/circuit open/)
+    expect((refused as Problem).extra.headers?.['retry-after']).toMatch(/^[1-9][0-9]*$/)
+    expect(attempts).toBe(3)
+  })
+})

@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp } from '../../../../edge/app.ts'
+import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
+import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
+import { createServices } from '../../../../edge/isolate.ts'
+import { UpstashNormalizationMetrics, normalizationExposition } from '../../../../edge/pipeline/normalize/metrics.ts'
+import { applicant } from '../../../backend/support/applicants.ts'
+import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
+
+const TOKEN = 'normalization-metrics-test-token-01'
+
+let backend: BackendProcess
+let upstash: UpstashRedis
+const keys = { web: generateApiKey('test'), ios: generateApiKey('test'), ops: generateApiKey('test') }
+let store: MemoryKeyStore
+
+const instance = (i: number) => {
+  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
+  return request
+}
+
+/** The same applicant as a buggy client sends it: a numeric string, a BOM and padding: 3 fixes. */
+const sloppy = (i: number) => ({ ...instance(i), age: String(instance(i).age), region: `\uFEFF ${instance(i).region} ` })
+
+const appWith = (env: Record<string, string>) => {
+  const app = createApp({ keys: store, log: () => {} })
+  const predict = (key: string, body: unknown) =>
+    app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-api-key': key } }, env)
+  const metrics = (key = keys.ops) => app.request('/metrics', { headers: { 'x-api-key': key } }, env)
+  return { predict, metrics }
+}
+
+beforeAll(async () => {
+  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
+  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
+  store = new MemoryKeyStore([
+    { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 1000 },
+    { name: 'ios', hash: await hashApiKey(keys.ios), scopes: ['predict'], rate_limit_per_minute: 1000 },
+    { name: 'ops', hash: await hashApiKey(keys.ops), scopes: ['admin'], rate_limit_per_minute: 1000 },
+  ])
+})
+
+afterAll(async () => {
+  await upstash?.stop()
+  await backend?.stop()
+})
+
+describe('input fixes counted per API key', () => {
+  it('counts only the keys whose requests needed fixing, and serves the counters to admins', async () => {
+    const { predict, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
+    const fixed = await predict(keys.ios, { instances: [sloppy(1), sloppy(2)], entity: { user_id: 'u-1' } })
+    expect(fixed.status).toBe(200)
+    expect(fixed.headers.get('x-input-normalized')).toBe('6')
+    expect((await predict(keys.ios, { instances: [sloppy(3)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    expect((await predict(keys.web, { instances: [instance(1)], entity: { user_id: 'u-1' } })).status).toBe(200)
+
+    const res = await metrics()
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/)
+    const text = await res.text()
+    expect(text).toContain('edge_input_normalized_requests_total{key="ios"} 2')
+    expect(text).toContain('edge_input_normalization_fixes_total{key="ios"} 9')
+    expect(text).not.toContain('key="web"')
+    expect((await metrics(keys.web)).status).toBe(403)
+    expect((await metrics('')).status).toBe(401)
+  })
+
+  it('adds every isolate\'s counts up in Redis when Upstash is configured', async () => {
+    const env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64', UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }
+    // Two apps with their own services stand for two isolates.
+    const first = appWith(env)
+    const second = appWith(env)
+    expect((await first.predict(keys.web, { instances: [sloppy(4)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    expect((await second.predict(keys.web, { instances: [sloppy(5)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    const shared = new UpstashNormalizationMetrics(upstash.client)
+    // Recording runs after the response (waitUntil); wait for it rather than for time.
+    for (let i = 0; i < 100 && (await shared.totals()).web?.requests !== 2; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(await shared.totals()).toEqual({ web: { requests: 2, fixes: 6 } })
+    expect(await (await second.metrics()).text()).toBe(normalizationExposition({ web: { requests: 2, fixes: 6 } }))
+    expect(createServices(env).normalization).toBeInstanceOf(UpstashNormalizationMetrics)
+  })
+})

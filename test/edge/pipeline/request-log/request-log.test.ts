@@ -1,0 +1,70 @@
+import { Hono } from 'hono'
+import { describe, expect, it, vi } from 'vitest'
+import type { AppEnv } from '../../../../edge/env.ts'
+import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
+import { requestLog } from '../../../../edge/pipeline/request-log/index.ts'
+import { requireJson } from '../../../../edge/pipeline/body/index.ts'
+import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
+import { onError } from '../../../../edge/on-error.ts'
+import { Problem } from '../../../../edge/problem.ts'
+import { halfABody } from '../body/half-a-body.ts'
+
+const lines: Array<Record<string, unknown>> = []
+const app = new Hono<AppEnv>()
+app.use('*', requestId(), traceContext(), requestLog({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }))
+app.post('/routed', (c) => {
+  c.set('caller', { name: 'web', scopes: ['predict'], rateLimitPerMinute: 60 })
+  c.set('model', { name: 'credit-risk' } as AppEnv['Variables']['model'])
+  c.set('assignment', { variant: 'canary', version: 3, by: 'sticky' })
+  c.set('normalizedFixes', 2)
+  c.set('featuresDegraded', false)
+  return c.json({ ok: true })
+})
+app.post('/refused', () => {
+  throw new Problem(401, 'Unauthorized', 'no key')
+})
+app.post('/body', requireJson(), (c) => c.json({ length: c.get('bodyText')?.length }))
+app.onError(onError)
+
+const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+const post = async (path: string) => {
+  lines.length = 0
+  const res = await app.request(path, { method: 'POST', headers: { 'x-request-id': 'req-00000001', traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+  expect(lines).toHaveLength(1)
+  return { res, line: lines[0] }
+}
+
+describe('requestLog middleware', () => {
+  it('writes one line per request: who, what was served, how long, what was fixed', async () => {
+    const { line } = await post('/routed')
+    expect(line).toEqual({
+      level: 'info', msg: 'request', request_id: 'req-00000001', trace_id: traceId, method: 'POST', path: '/routed', status: 200,
+      duration_ms: expect.any(Number), caller: 'web', model: 'credit-risk', version: 3, variant: 'canary', normalized_fixes: 2, features_degraded: false,
+    })
+  })
+
+  it('logs refusals with their status, and no model for a request that was never routed', async () => {
+    const { res, line } = await post('/refused')
+    expect(res.status).toBe(401)
+    expect(line).toEqual({ level: 'info', msg: 'request', request_id: 'req-00000001', trace_id: traceId, method: 'POST', path: '/refused', status: 401, duration_ms: expect.any(Number) })
+  })
+})
+
+describe('a client that goes away mid-body', () => {
+  for (const [framing, headers] of [['chunked', {}], ['with a Content-Length', { 'content-length': '100' }]] as const) {
+    it(`is logged as client-closed (499, warn), not as a server error (${framing})`, async () => {
+      lines.length = 0
+      const serverErrors = vi.spyOn(console, 'error').mockImplementation(() => {})
+      try {
+        const res = await app.request('/body', {
+          method: 'POST', body: halfABody('{"instances":[{"age":'), duplex: 'half', headers: { 'content-type': 'application/json', ...headers },
+        } as RequestInit)
+        expect(res.status).toBe(499)
+        expect(lines).toEqual([expect.objectContaining({ level: 'warn', msg: 'request', path: '/body', status: 499 })])
+        expect(serverErrors).not.toHaveBeenCalled()
+      } finally {
+        serverErrors.mockRestore()
+      }
+    })
+  }
+})

@@ -1,0 +1,34 @@
+import { Hono } from 'hono'
+import { describe, expect, it } from 'vitest'
+import type { AppEnv } from '../../../../edge/env.ts'
+import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
+import { stage } from '../../../../edge/pipeline/trace/spans.ts'
+
+// No tracer provider is registered in this file: the edge records no spans but still propagates.
+const app = new Hono<AppEnv>()
+app.use('*', traceContext())
+app.get('/', stage('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('otelContext') !== undefined })))
+
+const get = async (traceparent?: string) => {
+  const res = await app.request('/', traceparent ? { headers: { traceparent } } : {})
+  return { traceId: res.headers.get('x-trace-id'), ...((await res.json()) as { traceparent: string; traced: boolean }) }
+}
+
+describe('traceContext without a tracer provider', () => {
+  it('joins the caller\'s trace under a span id of its own, and starts no spans', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+    const seen = await get(`00-${traceId}-00f067aa0ba902b7-00`)
+    expect(seen.traceId).toBe(traceId)
+    expect(seen.traceparent).toMatch(new RegExp(`^00-${traceId}-(?!00f067aa0ba902b7)[0-9a-f]{16}-00$`))
+    expect(seen.traced).toBe(false)
+  })
+
+  it('starts a sampled trace when the caller sends none or an invalid one', async () => {
+    for (const sent of [undefined, '00-00000000000000000000000000000000-00f067aa0ba902b7-01']) {
+      const seen = await get(sent)
+      expect(seen.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      expect(seen.traceparent.slice(3, 35)).toBe(seen.traceId)
+      expect(seen.traceId).not.toMatch(/^0+$/)
+    }
+  })
+})
