@@ -8,6 +8,8 @@ import { PIPELINE_TARGET_US, bestProcessP50Us, formatEdgeTable, isTargetCase, ty
 import { findWorkerdPid } from './edge/workerd-pid.ts'
 import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './edge/workload.ts'
 import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, type WorkerdRatio } from './edge/workerd-pipeline.ts'
+import { formatInstructionsTable } from './edge/instructions.ts'
+import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './edge/instructions-run.ts'
 import { cleanUp, installSignalHandlers, interrupted, onCleanup, runToEnd } from './processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
 import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from './servers.ts'
@@ -21,7 +23,9 @@ import { positiveInt } from './env.ts'
  * Env: BENCH_DURATION_S (10), BENCH_CONNECTIONS (16), BENCH_WARMUP_S (2),
  * BENCH_ITERATIONS (10000 timed sequential requests per in-process row, over 5 processes),
  * BENCH_WORKERD_BATCHES (30 calls of 500 requests per app in workerd), BENCH_NODES (Node binaries
- * to run the in-process and backend rows on, comma-separated; default the one running this).
+ * to run the in-process and backend rows on, comma-separated; default the one running this),
+ * BENCH_INSTRUCTIONS (0 skips the instructions-per-request section; default on when valgrind is on
+ * PATH) with BENCH_INSTRUCTIONS_LOW/_HIGH/_WARMUP/_REPETITIONS (load/edge/instructions-run.ts).
  */
 
 interface Settings {
@@ -170,6 +174,8 @@ const endToEnd = async (settings: Settings, bundle: string, runtime: Runtime): P
 
 const main = async (): Promise<void> => {
   const settings = readSettings()
+  const instructionsSettings = readInstructionsSettings()
+  const gate = instructionsGate()
   const runtimes = benchRuntimes()
   installSignalHandlers()
   const load0 = loadavg()
@@ -212,6 +218,14 @@ const main = async (): Promise<void> => {
       `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches} BENCH_NODES=${runtimes.map((r) => r.bin).join(',')})`,
     ].join('\n')
     process.stdout.write(`\n${formatEdgeTable(pipeline, workerd, e2e)}\n\n${legend}\n`)
+    // Last, after every timed row: valgrind keeps the cores busy for minutes, and a count does not mind neighbours.
+    if (!gate.run) {
+      process.stdout.write(`\n${gate.reason}\n`)
+    } else {
+      progress(`instructions per request under valgrind on ${process.version} (${instructionsSettings.repetitions} × 2 processes per app, a few minutes)`)
+      const figure = await measureInstructions(process.execPath, instructionsSettings, progress)
+      process.stdout.write(`\n${formatInstructionsTable(figure)}\n\n${instructionsLegend(process.version, instructionsSettings, figure)}\n`)
+    }
   } finally {
     await cleanUp()
   }
