@@ -1,11 +1,18 @@
-import type { Context as OtelContext } from '@opentelemetry/api'
-import type { FeatureValue } from '../shared/feature-spec.ts'
-import type { ModelDescription } from './pipeline/model/catalog.ts'
-import type { Assignment } from './rollout/rollout.ts'
+import type { AuthVariables } from './pipeline/auth/index.ts'
+import type { BodyVariables } from './pipeline/body/index.ts'
+import type { EnrichVariables } from './pipeline/enrich/index.ts'
+import type { ForwardVariables } from './pipeline/forward/index.ts'
+import type { IsolateVariables } from './pipeline/isolate/index.ts'
+import type { ModelVariables } from './pipeline/model/index.ts'
+import type { NormalizeVariables } from './pipeline/normalize/index.ts'
+import type { RequestIdVariables } from './pipeline/request-id/index.ts'
+import type { RouteVariables } from './pipeline/route/index.ts'
+import type { TraceVariables } from './pipeline/trace/index.ts'
+import type { ValidateVariables } from './pipeline/validate/index.ts'
 
 /**
  * The edge worker's one environment definition: Cloudflare bindings (vars and secrets from
- * wrangler.toml) and the per-request variables middlewares hand to each other.
+ * wrangler.toml) and the per-request variables the stages hand to each other.
  */
 export interface Bindings {
   /** Base URL of the inference backend, e.g. http://127.0.0.1:8000. */
@@ -50,44 +57,22 @@ export interface Bindings {
   CONTROLLER_MAX_WINDOW_MINUTES?: string
 }
 
-/** An authenticated caller, as the auth middleware resolved it (never the key itself). */
-export interface Caller {
-  name: string
-  scopes: string[]
-  /** Requests per minute this key may make. */
-  rateLimitPerMinute: number
-}
-
-/** A predict request after normalization and validation against the model's feature spec. */
-export interface PredictInput {
-  instances: Array<Record<string, FeatureValue>>
-  /** Entity ids for feature enrichment, e.g. `{ user_id: "u-42" }`. */
-  entity?: Record<string, string>
-}
-
-export interface Variables {
-  requestId: string
-  /** When the first stage saw the request (epoch ms): deadlines and Server-Timing count from here. */
-  receivedAt: number
-  /** The traceparent the edge sends onward: the caller's trace id, the edge's span id. */
-  traceparent: string
-  /** OpenTelemetry context of the request span; stage spans are its children. */
-  otelContext: OtelContext
-  /** Set when entity features came from defaults because the store was slow or down. */
-  featuresDegraded: boolean
-  caller: Caller
-  /** The request body as `requireJson` read it (within the size limit); parse it with `jsonBody`. */
-  bodyText: string
-  /** The parsed JSON body, after normalization. */
-  body: unknown
-  /** How many input fixes normalization applied (surfaced as `X-Input-Normalized`). */
-  normalizedFixes: number
-  predict: PredictInput
-  /** The model named in the path, as the backend describes it. */
-  model: ModelDescription
-  /** Which version and variant serve this request, and why. */
-  assignment: Assignment
-}
+/**
+ * Every context variable of the app: what each stage declares it sets, in request order. Stages
+ * see only their own and those they read (`StageEnv`); route handlers outside the predict
+ * pipeline, `onError` and the request log see all of them.
+ */
+export type Variables = IsolateVariables &
+  RequestIdVariables &
+  TraceVariables &
+  BodyVariables &
+  AuthVariables &
+  ModelVariables &
+  NormalizeVariables &
+  ValidateVariables &
+  EnrichVariables &
+  RouteVariables &
+  ForwardVariables
 
 export interface AppEnv {
   Bindings: Bindings

@@ -1,45 +1,95 @@
 import { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../shared/upstash-client.ts'
-import type { Context } from 'hono'
-import type { KeyStore } from './pipeline/auth/key-store.ts'
+import type { Bindings } from './env.ts'
+import { Problem } from './problem.ts'
+import { KeyConfigError, type KeyStore, keyStoreFrom } from './pipeline/auth/key-store.ts'
 import { UpstashKeyStore } from './pipeline/auth/upstash-key-store.ts'
-import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './pipeline/normalize/metrics.ts'
-import { ModelCatalog } from './pipeline/model/catalog.ts'
-import { MemoryHistoryStore, type HistoryStore } from './rollout/history-store.ts'
-import { BackendMonitor } from './rollout/backend-monitor.ts'
-import type { MonitorSource } from './rollout/monitor-source.ts'
-import { UpstashHistoryStore } from './rollout/upstash-history-store.ts'
-import type { AppEnv, Bindings } from './env.ts'
+import { CachedFeatureStore, type FeatureReader } from './pipeline/enrich/cached-store.ts'
+import type { FeatureStore } from './pipeline/enrich/feature-store.ts'
+import { DEFAULT_FEATURE_SEED, type FeatureSeed, MemoryFeatureStore } from './pipeline/enrich/memory-store.ts'
+import { UpstashFeatureStore } from './pipeline/enrich/upstash-store.ts'
 import { FallbackTransport } from './pipeline/forward/fallback-transport.ts'
 import { HttpTransport } from './pipeline/forward/http-transport.ts'
 import { LambdaTransport } from './pipeline/forward/lambda-transport.ts'
-import type { Transport } from './pipeline/forward/transport.ts'
+import type { ProtocolReader, Transport } from './pipeline/forward/transport.ts'
+import { ModelCatalog } from './pipeline/model/catalog.ts'
+import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './pipeline/normalize/metrics.ts'
+import { SlidingWindowLimiter, type RateLimiter } from './pipeline/rate-limit/sliding-window.ts'
 import { UpstashRateLimiter } from './pipeline/rate-limit/upstash-limiter.ts'
-import type { RateLimiter } from './pipeline/rate-limit/sliding-window.ts'
+import { Reroutes } from './pipeline/route/reroutes.ts'
+import { type SchemaCache, createSchemaCache } from './pipeline/validate/compile-spec.ts'
+import { BackendMonitor } from './rollout/backend-monitor.ts'
+import { MemoryHistoryStore, type HistoryStore } from './rollout/history-store.ts'
+import type { MonitorSource } from './rollout/monitor-source.ts'
 import { MemoryRolloutStore, type RolloutStore } from './rollout/store.ts'
-import type { Reroutes } from './pipeline/route/reroutes.ts'
+import { UpstashHistoryStore } from './rollout/upstash-history-store.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from './rollout/upstash-store.ts'
 
-/** What the pipeline talks to, built once per isolate from the worker's bindings. */
-export interface EdgeServices {
+export const DEFAULT_FEATURE_TIMEOUT_MS = 25
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024
+export const DEFAULT_MAX_INSTANCES = 64
+
+/** The numbers and lists the bindings configure, parsed once per configuration. */
+export interface EdgeSettings {
+  maxBodyBytes: number
+  maxInstances: number
+  allowedOrigins: readonly string[]
+  /** Budget of a feature-store read before defaults are used. */
+  featureTimeoutMs: number
+  /** Budget of every other Redis call. */
+  redisTimeoutMs: number
+}
+
+const positive = (raw: string | undefined, fallback: number, whole = false): number => {
+  const n = Number(raw?.trim() || NaN)
+  return Number.isFinite(n) && n > 0 && (!whole || Number.isSafeInteger(n)) ? n : fallback
+}
+
+/** Each setting from its binding, or its default when the binding is unset or not a positive number. */
+export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => ({
+  maxBodyBytes: positive(env.MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, true),
+  maxInstances: positive(env.MAX_INSTANCES, DEFAULT_MAX_INSTANCES, true),
+  allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
+  featureTimeoutMs: positive(env.FEATURE_TIMEOUT_MS, DEFAULT_FEATURE_TIMEOUT_MS),
+  redisTimeoutMs: positive(env.REDIS_TIMEOUT_MS, DEFAULT_EDGE_REDIS_TIMEOUT_MS),
+})
+
+/** Everything that lives as long as an isolate and its configuration: what the pipeline talks to. */
+export interface Isolate {
+  settings: EdgeSettings
+  /** Inference: the HTTP backend, behind the Lambda fallback when one is configured. */
   transport: Transport
+  /** Open Inference Protocol reads (metadata, readiness, health): the HTTP backend only. */
+  reader: ProtocolReader
   catalog: ModelCatalog
   rollouts: RolloutStore
-  /** Rate limits shared by every isolate (Redis); absent, each isolate limits on its own. */
-  limiter?: RateLimiter
-  /** Rollout decisions and changes; services built without one get an isolate-local store on first use. */
-  history?: HistoryStore
-  /** The backend's drift reports: the admin drift route's, and each arm's window for the rollout controller. */
-  monitor?: BackendMonitor
-  /** Where the controller reads arm windows instead of `monitor` (tests); with neither, the scheduled handler skips its tick. */
-  monitorSource?: MonitorSource
+  /** Rollout decisions and changes. */
+  history: HistoryStore
+  /** Where the rollout controller reads each arm's window (the backend's drift reports); none without a backend. */
+  monitor?: MonitorSource
+  /** The backend's drift reports, for the admin drift route. */
+  drift?: BackendMonitor
+  /** Redis when configured (shared by every isolate), else this isolate's own. */
+  limiter: RateLimiter
+  /** The `API_KEYS` secret, then keys issued into Redis when it is configured. */
+  keys: KeyStore
+  features: FeatureReader
   /** Input fixes per API key: shared through Redis when configured. */
-  normalization?: NormalizationMetrics
-  /** API keys issued into Redis (`keys:create --redis`), looked up after the `API_KEYS` secret. */
-  keys?: KeyStore
-  /** Requests routed off arms whose version is not served; isolate-local, made on first use. */
-  reroutes?: Reroutes
+  normalization: NormalizationMetrics
+  /** Requests routed off arms whose version is not served. */
+  reroutes: Reroutes
+  /** Validators compiled from feature specs. */
+  validators: SchemaCache
 }
+
+/** Parts a caller provides instead of building them from the bindings (tests, benchmarks). */
+export type IsolateParts = Partial<Omit<Isolate, 'settings'>> & { featureSeed?: FeatureSeed }
+
+/** A transport or reader for an edge without `BACKEND_URL`: every use is a 503 saying so. */
+const unconfigured = (): never => {
+  throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier configured', { slug: 'backend-unconfigured' })
+}
+const noBackend: Transport & ProtocolReader = { name: 'none', infer: async () => unconfigured(), metadata: async () => unconfigured(), models: async () => unconfigured(), read: async () => unconfigured() }
 
 /**
  * The Lambda CPU tier, when `LAMBDA_FUNCTION` is set. Region and explicit credentials are then
@@ -63,56 +113,81 @@ const sharedRedis = (env: Bindings): Redis | undefined =>
     ? new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, retry: false, enableTelemetry: false })
     : undefined
 
-/** `REDIS_TIMEOUT_MS` as a positive number of milliseconds, else the default. */
-export const redisTimeoutMs = (env: Partial<Bindings>): number => {
-  const n = Number(env.REDIS_TIMEOUT_MS?.trim() || NaN)
-  return Number.isFinite(n) && n > 0 ? n : DEFAULT_EDGE_REDIS_TIMEOUT_MS
+const misconfigured: KeyStore = {
+  find: async () => {
+    throw new Problem(503, 'Service Unavailable', 'authentication is not configured correctly on this edge; the operator has been told', { slug: 'auth-misconfigured' })
+  },
 }
-
-export const createServices = (env: Bindings): EdgeServices => {
-  if (!env.BACKEND_URL) throw new Error('BACKEND_URL is not configured')
-  const http = new HttpTransport({ baseUrl: env.BACKEND_URL })
-  const lambda = lambdaTransportFrom(env)
-  // With a fallback, each answer says which tier served it (parameters.served_by).
-  const transport: Transport = lambda ? new FallbackTransport(http, lambda) : http
-  const redis = sharedRedis(env)
-  const bounded = { timeoutMs: redisTimeoutMs(env) }
-  return {
-    transport,
-    catalog: new ModelCatalog({ transport }),
-    // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
-    monitor: new BackendMonitor({ baseUrl: env.BACKEND_URL }),
-    rollouts: redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore(),
-    history: redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore(),
-    ...(redis ? { limiter: new UpstashRateLimiter({ redis }), keys: new UpstashKeyStore(redis, bounded) } : {}),
-    normalization: redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics(),
-  }
-}
-
-/** The bindings the services are built from: a change to any of them builds new services. */
-const configurationKey = (env: Bindings | undefined): string =>
-  JSON.stringify([env?.BACKEND_URL, env?.UPSTASH_REDIS_REST_URL, env?.UPSTASH_REDIS_REST_TOKEN, env?.REDIS_TIMEOUT_MS, env?.LAMBDA_FUNCTION, env?.LAMBDA_REGION, env?.LAMBDA_ENDPOINT, env?.AWS_ACCESS_KEY_ID, env?.AWS_SECRET_ACCESS_KEY])
 
 /**
- * One set of services per isolate and configuration: bindings arrive with each request (and each
- * scheduled event) in Workers, but the services (caches, breaker, limiter, isolate-local state)
- * must live as long as the isolate. The worker builds one of these for its app and its scheduled
- * handler, so both see the same rollout state and history.
+ * Keys from the secret and Redis, parsed at the first authenticated request (an edge serving only
+ * probes needs none). An unusable `API_KEYS` is logged once (without its content) and every
+ * authenticated request gets a 503 until it is fixed, instead of failing obscurely.
  */
-export const isolateServices = (build: (env: Bindings) => EdgeServices = createServices) => {
-  let cached: { env: Bindings; key: string; services: EdgeServices } | undefined
-  return (env: Bindings): EdgeServices => {
-    // Asked several times per request, mostly with the very same env object.
-    if (cached !== undefined && cached.env === env) return cached.services
-    const key = configurationKey(env)
-    if (cached?.key !== key) cached = { env, key, services: build(env) }
-    else cached.env = env
-    return cached.services
+const keysFrom = (env: Bindings, shared: KeyStore | undefined): KeyStore => {
+  let store: KeyStore | undefined
+  const built = (): KeyStore => {
+    try {
+      return keyStoreFrom(env.API_KEYS, shared)
+    } catch (err) {
+      if (!(err instanceof KeyConfigError)) throw err
+      console.error(JSON.stringify({ level: 'error', msg: 'API key configuration is invalid; every authenticated request gets 503', error: err.message }))
+      return misconfigured
+    }
+  }
+  return { find: (hash) => (store ??= built()).find(hash) }
+}
+
+/** The composition root: one isolate's parts, from its bindings, with `parts` taking the place of any built one. */
+export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEED, ...parts }: IsolateParts = {}): Isolate => {
+  const settings = settingsFrom(env)
+  const http = env.BACKEND_URL ? new HttpTransport({ baseUrl: env.BACKEND_URL }) : undefined
+  const lambda = parts.transport ? undefined : lambdaTransportFrom(env)
+  // With a fallback, each answer says which tier served it (parameters.served_by).
+  const transport = parts.transport ?? (http && lambda ? new FallbackTransport(http, lambda) : (http ?? noBackend))
+  const redis = sharedRedis(env)
+  const bounded = { timeoutMs: settings.redisTimeoutMs }
+  const store: FeatureStore = redis
+    ? new UpstashFeatureStore({ url: env.UPSTASH_REDIS_REST_URL!, token: env.UPSTASH_REDIS_REST_TOKEN! })
+    : new MemoryFeatureStore(featureSeed)
+  // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
+  const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL }) : undefined)
+  return {
+    settings,
+    transport,
+    reader: parts.reader ?? http ?? noBackend,
+    catalog: parts.catalog ?? new ModelCatalog({ transport }),
+    rollouts: parts.rollouts ?? (redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore()),
+    history: parts.history ?? (redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore()),
+    ...(drift ? { drift } : {}),
+    ...((parts.monitor ?? drift) ? { monitor: parts.monitor ?? drift } : {}),
+    limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),
+    keys: parts.keys ?? keysFrom(env, redis ? new UpstashKeyStore(redis, bounded) : undefined),
+    features: parts.features ?? new CachedFeatureStore(store, { timeoutMs: settings.featureTimeoutMs }),
+    normalization: parts.normalization ?? (redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics()),
+    reroutes: parts.reroutes ?? new Reroutes(),
+    validators: parts.validators ?? createSchemaCache(),
   }
 }
 
-/** The same, looked up from a request's context. */
-export const servicesResolver = (build: (env: Bindings) => EdgeServices = createServices) => {
-  const forEnv = isolateServices(build)
-  return (c: Context<AppEnv>): EdgeServices => forEnv(c.env ?? ({} as Bindings))
+/** Every string binding, in one order: a change to any of them is a new configuration. */
+const configurationKey = (env: Partial<Bindings>): string =>
+  JSON.stringify(Object.entries(env).filter(([, value]) => typeof value === 'string').sort(([a], [b]) => (a < b ? -1 : 1)))
+
+/**
+ * One isolate per configuration. Workers hand the bindings to each request and each scheduled
+ * event, but caches, breakers, limiters and isolate-local state must live as long as the isolate:
+ * the worker's requests and its cron tick share what this returns.
+ */
+export const isolateCache = (build: (env: Bindings) => Isolate = createIsolate) => {
+  let cached: { env: Bindings; key: string; isolate: Isolate } | undefined
+  return function isolateFor(env: Bindings | undefined): Isolate {
+    const bindings = env ?? ({} as Bindings)
+    // Mostly the very same env object, request after request.
+    if (cached?.env === bindings) return cached.isolate
+    const key = configurationKey(bindings)
+    if (cached?.key !== key) cached = { env: bindings, key, isolate: build(bindings) }
+    else cached.env = bindings
+    return cached.isolate
+  }
 }

@@ -1,11 +1,10 @@
 import { createApp, type EdgeAppOptions } from './app.ts'
 import { controllerConfigFrom } from './rollout/controller-config.ts'
 import { createController } from './rollout/controller.ts'
-import { historyOf } from './rollout/history-store.ts'
 import { createWebhook, type WebhookOptions } from './rollout/webhook.ts'
 import type { Bindings } from './env.ts'
 import { randomUuid } from './random-ids.ts'
-import { createServices, isolateServices } from './isolate.ts'
+import { createIsolate, isolateCache } from './isolate.ts'
 
 /** What a Cron Trigger hands the worker. */
 export interface ScheduledEvent {
@@ -18,7 +17,7 @@ export interface BackgroundContext {
   waitUntil(promise: Promise<unknown>): void
 }
 
-export interface WorkerOptions extends EdgeAppOptions {
+export interface WorkerOptions extends Omit<EdgeAppOptions, 'isolateFor'> {
   /** Where the scheduled handler's lines go (the Workers console by default). */
   scheduledLog?: (line: string) => void
   /** Retries, backoff and timeout of the `ALERT_WEBHOOK_URL` deliveries. */
@@ -29,20 +28,20 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
 
 /**
  * The worker: the app for requests, and the rollout controller's tick for the Cron Trigger
- * (every minute). Both use one set of services per isolate, so without Redis the controller
+ * (every minute). Both use one isolate per configuration, so without Redis the controller
  * drives the very rollout state the admin API wrote.
  */
-export const createWorker = ({ services: build = createServices, scheduledLog: log = console.log, webhook: delivery, ...options }: WorkerOptions = {}) => {
-  const services = isolateServices(build)
-  const app = createApp({ ...options, services })
+export const createWorker = ({ parts, scheduledLog: log = console.log, webhook: delivery, ...options }: WorkerOptions = {}) => {
+  const isolateFor = isolateCache((env) => createIsolate(env, parts))
+  const app = createApp({ ...options, isolateFor })
   return {
     fetch: app.fetch,
     /** Never throws: a failing tick is logged, and the next one starts from the stored state. */
     async scheduled(event: ScheduledEvent, env: Bindings, ctx: BackgroundContext): Promise<void> {
       const tick = { cron: event.cron, scheduled_time: event.scheduledTime }
       try {
-        const edge = services(env)
-        const source = edge.monitorSource ?? edge.monitor
+        const edge = isolateFor(env)
+        const source = edge.monitor
         if (!source) {
           log(JSON.stringify({ level: 'warn', msg: 'scheduled tick skipped: no monitor source configured', ...tick }))
           return
@@ -50,7 +49,7 @@ export const createWorker = ({ services: build = createServices, scheduledLog: l
         const webhook = env.ALERT_WEBHOOK_URL ? createWebhook({ log, ...delivery, url: env.ALERT_WEBHOOK_URL }) : undefined
         const controller = createController({
           rollouts: edge.rollouts,
-          history: historyOf(edge),
+          history: edge.history,
           source,
           models: () => edge.transport.models(randomUuid()),
           config: controllerConfigFrom(env),

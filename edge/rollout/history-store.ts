@@ -47,9 +47,3 @@ export class MemoryHistoryStore implements HistoryStore {
     return (this.entries.get(model) ?? []).slice(0, limit)
   }
 }
-
-/**
- * The history store of a set of services. Services built without one (benchmarks, tests) get an
- * isolate-local store, kept on the object so the routes and the controller share it.
- */
-export const historyOf = (services: { history?: HistoryStore }): HistoryStore => (services.history ??= new MemoryHistoryStore())

@@ -1,19 +1,14 @@
-import { Hono, type Context } from 'hono'
-import type { ModelCatalog, ModelDescription } from '../pipeline/model/catalog.ts'
-import { HISTORY_CAP, historyOf, type HistoryEntry, type HistoryStore } from './history-store.ts'
+import { Hono } from 'hono'
+import type { ModelDescription } from '../pipeline/model/catalog.ts'
+import { HISTORY_CAP, type HistoryEntry } from './history-store.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'
 import { withLayout } from './bucket-layout.ts'
-import { reroutesOf, type Reroutes } from '../pipeline/route/reroutes.ts'
 import { rolloutSchema, type Rollout } from './rollout.ts'
-import { defaultRollout, type RolloutStore } from './store.ts'
+import { defaultRollout } from './store.ts'
 import { randomUuid } from '../random-ids.ts'
 import { formatPath, isRecord } from '../format.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
-
-export interface RolloutRoutesOptions {
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; history?: HistoryStore; reroutes?: Reroutes }
-}
 
 const etag = (revision: number) => `"r${revision}"`
 
@@ -63,10 +58,10 @@ const DEFAULT_HISTORY_LIMIT = 100
  * to the controller. `GET .../rollout/history` lists the controller's decisions and the PUTs,
  * newest first (`?limit=`, default 100, at most 500).
  */
-export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
+export const rolloutRoutes = () =>
   new Hono<AppEnv>()
     .get('/v1/models/:model/rollout', async (c) => {
-      const { catalog, rollouts } = services(c)
+      const { catalog, rollouts } = c.get('isolate')
       const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
       const stored = await rollouts.get(model.name)
       const revision = stored?.revision ?? 0
@@ -77,7 +72,7 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
         source: stored ? 'stored' : 'default',
         rollout: stored?.rollout ?? defaultRollout(model),
         // This isolate's requests under this revision sent off arms whose version is not served.
-        rerouted: reroutesOf(services(c)).counts(model.name, revision),
+        rerouted: c.get('isolate').reroutes.counts(model.name, revision),
       })
     })
     .put('/v1/models/:model/rollout', async (c) => {
@@ -87,10 +82,10 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       if (ifMatch === undefined) {
         throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
       }
-      const { catalog, rollouts } = services(c)
+      const { catalog, rollouts } = c.get('isolate')
       // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
       const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { fresh: true })
-      const body: unknown = await jsonBody(c)
+      const body: unknown = jsonBody(c.get('bodyText'))
       const parsed = rolloutSchema.safeParse(isRecord(body) && isRecord(body.rollout) ? body.rollout : body)
       if (!parsed.success) {
         const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
@@ -108,7 +103,7 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       const revision = await rollouts.compareAndSet(model.name, expected, rollout)
       if (revision === undefined) throw conflict()
       const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, rollout, revision)
-      await historyOf(services(c)).append(entry).catch((error: unknown) => {
+      await c.get('isolate').history.append(entry).catch((error: unknown) => {
         // The change is made; a history outage must not report it as failed.
         console.error(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: model.name, id: entry.id, error: error instanceof Error ? error.message : String(error) }))
       })
@@ -124,5 +119,5 @@ export const rolloutRoutes = ({ services }: RolloutRoutesOptions) =>
       if (!Number.isInteger(limit) || limit < 1 || limit > HISTORY_CAP) throw new Problem(400, 'Bad Request', `limit must be an integer from 1 to ${HISTORY_CAP}`)
       // No catalog lookup: the history of a model the backend no longer serves is still wanted.
       const model = c.req.param('model')
-      return c.json({ model, entries: await historyOf(services(c)).list(model, limit) })
+      return c.json({ model, entries: await c.get('isolate').history.list(model, limit) })
     })

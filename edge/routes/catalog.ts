@@ -1,22 +1,16 @@
-import { Hono, type Context } from 'hono'
-import type { ModelCatalog } from '../pipeline/model/catalog.ts'
+import { Hono } from 'hono'
 import type { AppEnv } from '../env.ts'
-import type { Transport } from '../pipeline/forward/transport.ts'
-import { defaultRollout, type RolloutStore } from '../rollout/store.ts'
-
-export interface CatalogRoutesOptions {
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; transport: Transport }
-}
+import { defaultRollout } from '../rollout/store.ts'
 
 /** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, rollout, and features and labels when it has them (predict). */
-export const catalogRoutes = ({ services }: CatalogRoutesOptions) =>
+export const catalogRoutes = () =>
   new Hono<AppEnv>()
   .get('/v1/models', async (c) => {
-    const { transport } = services(c)
+    const { transport } = c.get('isolate')
     return c.json({ models: (await transport.models(c.get('requestId'))).map((name) => ({ name, href: `/v1/models/${name}` })) })
   })
   .get('/v1/models/:model', async (c) => {
-    const { catalog, rollouts } = services(c)
+    const { catalog, rollouts } = c.get('isolate')
     const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
     const stored = await rollouts.get(model.name)
     const rollout = stored?.rollout ?? defaultRollout(model)

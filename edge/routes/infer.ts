@@ -1,39 +1,42 @@
-import type { Context } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest } from '../../shared/protocol.ts'
-import type { AppEnv } from '../env.ts'
-import type { Transport } from '../pipeline/forward/transport.ts'
-import { Problem } from '../problem.ts'
-import { deadlineAt } from '../pipeline/forward/deadline.ts'
 import { isRecord } from '../format.ts'
+import type { Isolate } from '../isolate.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
+import type { BodyVariables } from '../pipeline/body/index.ts'
+import { deadlineAt } from '../pipeline/forward/deadline.ts'
+import type { ModelVariables } from '../pipeline/model/index.ts'
+import type { RequestIdVariables } from '../pipeline/request-id/index.ts'
+import type { RouteVariables } from '../pipeline/route/index.ts'
+import type { Responder } from '../pipeline/stage.ts'
+import type { TraceVariables } from '../pipeline/trace/index.ts'
+import { Problem } from '../problem.ts'
 
-export interface InferHandlerOptions {
-  transport: (c: Context<AppEnv>) => Transport
+export interface InferOptions {
   defaultDeadlineMs?: number
   maxDeadlineMs?: number
 }
 
+type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVariables & RouteVariables & { isolate: Pick<Isolate, 'transport'> }
+
 /**
  * `POST /v2/models/{m}[/versions/{v}]/infer`: Open Inference Protocol pass-through for tensor
- * clients, after the same auth, limits and routing as predict. The backend checks the tensors;
- * the edge only makes sure it forwards an infer request at all.
+ * clients, for every model the backend serves (a feature spec or not), after the same auth,
+ * limits and routing as predict. The backend checks the tensors; the edge only makes sure it
+ * forwards an infer request at all.
  */
-export const inferHandler = ({ transport, defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferHandlerOptions) =>
-  async function infer(c: Context<AppEnv>) {
-    const receivedAt = c.get('receivedAt')
-    const body: unknown = await jsonBody(c)
+export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferOptions = {}): Responder<InferNeeds> =>
+  async function infer(c) {
+    const body: unknown = jsonBody(c.get('bodyText'))
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
       throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
     }
-    const model = c.get('model')
-    const { version } = c.get('assignment')
-    const response = await transport(c).infer({
-      model: model.name,
-      version,
+    const response = await c.get('isolate').transport.infer({
+      model: c.get('model').name,
+      version: c.get('assignment').version,
       request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
       requestId: c.get('requestId'),
-      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), receivedAt, defaultDeadlineMs, maxDeadlineMs),
+      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs),
       traceparent: c.get('traceparent'),
     })
     return c.json(response)

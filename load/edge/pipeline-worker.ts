@@ -28,9 +28,7 @@ let bench: Bench | undefined
 const setUp = (env: PipelineWorkerBindings): Bench => {
   const standIn = new InProcessBackendStandIn(JSON.parse(env.BENCH_METADATA) as BackendModelMetadata)
   const edge = createApp({
-    keys: new MemoryKeyStore([JSON.parse(env.BENCH_KEY_ENTRY) as KeyEntry]),
-    services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
-    limiter: new SlidingWindowLimiter(),
+    parts: { keys: new MemoryKeyStore([JSON.parse(env.BENCH_KEY_ENTRY) as KeyEntry]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore(), limiter: new SlidingWindowLimiter() },
     log: () => {},
   })
   const body = new TextEncoder().encode(env.BENCH_BODY)

@@ -55,9 +55,7 @@ export const sampleCase = async ({ instances, cache, floor: bare }: PipelineCase
   const app = bare
     ? createFloorApp()
     : createApp({
-        keys: new MemoryKeyStore([entry]),
-        services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
-        limiter: new SlidingWindowLimiter(),
+        parts: { keys: new MemoryKeyStore([entry]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore(), limiter: new SlidingWindowLimiter() },
         // The line is still built; writing it is the runtime's job (Workers Logs), not the pipeline's.
         log: () => {},
       })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 
-const app = createApp({ maxBodyBytes: 1024 })
+const app = createApp()
 
 describe('edge app skeleton', () => {
   it('gives every response a request id, keeping a safe incoming one', async () => {
@@ -27,7 +27,7 @@ describe('edge app skeleton', () => {
     const text = await app.request('/v1/models/credit-risk/predict', { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } })
     expect(text.status).toBe(415)
     expect(await text.json()).toMatchObject({ status: 415, title: 'Unsupported Media Type' })
-    const big = await app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(2000) }), headers: { 'content-type': 'application/json' } })
+    const big = await app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(2000) }), headers: { 'content-type': 'application/json' } }, { MAX_BODY_BYTES: '1024' })
     expect(big.status).toBe(413)
     const gzip = await app.request('/v1/models/credit-risk/predict', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })
     expect(gzip.status).toBe(415)
@@ -69,14 +69,16 @@ describe('edge app skeleton', () => {
     expect(answer.headers.get('access-control-expose-headers')!.split(',')).toContain('etag')
   })
 
-  it('takes the body limit from MAX_BODY_BYTES when it is a positive whole number, else its own default', async () => {
+  it('takes the body limit from MAX_BODY_BYTES when it is a positive whole number, else 256 KiB', async () => {
     const post = (bytes: number, MAX_BODY_BYTES?: string) =>
       app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify({ pad: 'x'.repeat(bytes - 10) }), headers: { 'content-type': 'application/json' } }, MAX_BODY_BYTES === undefined ? {} : { MAX_BODY_BYTES })
     // Past the limit: 413; within it, the body is read and the request goes on to auth (401 here).
     expect((await post(200, '100')).status).toBe(413)
     expect((await post(200, '300')).status).toBe(401)
     expect((await post(2000, '4096')).status).toBe(401)
-    expect((await post(2000)).status).toBe(413)
-    for (const invalid of ['', '0', '-5', '1.5', 'lots']) expect((await post(2000, invalid)).status).toBe(413)
+    // The default, 256 KiB, where the binding is unset or not a positive whole number.
+    expect((await post(200_000)).status).toBe(401)
+    expect((await post(300_000)).status).toBe(413)
+    for (const invalid of ['', '0', '-5', '1.5', 'lots']) expect((await post(300_000, invalid)).status).toBe(413)
   })
 })

@@ -39,7 +39,7 @@ beforeAll(async () => {
   backend = await startBackend({ MODEL_REPOSITORY: 'models' })
   key = generateApiKey('test')
   const store = new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }])
-  app = createApp({ keys: store })
+  app = createApp({ parts: { keys: store } })
   env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64' }
 })
 
@@ -132,7 +132,7 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
   })
 
   it('answers 503 with Retry-After when the backend is unreachable', async () => {
-    const down = createApp({ keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }]) })
+    const down = createApp({ parts: { keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }]) } })
     const res = await down.request('/v1/models/credit-risk/predict', {
       method: 'POST', body: JSON.stringify({ instances: [instance(1)], entity: { user_id: 'u' } }), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     }, { BACKEND_URL: 'http://127.0.0.1:9' })
@@ -152,8 +152,7 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
       },
     }
     const saturated = createApp({
-      keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }]),
-      services: () => ({ transport: overloaded, catalog: new ModelCatalog({ transport: real }), rollouts: new MemoryRolloutStore() }),
+      parts: { keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }]), transport: overloaded, catalog: new ModelCatalog({ transport: real }), rollouts: new MemoryRolloutStore() },
     })
     const res = await saturated.request('/v1/models/credit-risk/predict', {
       method: 'POST', body: JSON.stringify({ instances: [instance(1)], entity: { user_id: 'u' } }), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },

@@ -36,7 +36,7 @@ beforeAll(async () => {
   backend = await startBackend({ MODEL_REPOSITORY: 'models', MAX_BODY_BYTES: String(BODY_LIMIT) })
   key = generateApiKey('test')
   const store = new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 100_000 }])
-  app = createApp({ keys: store, log: (line) => lines.push(line) })
+  app = createApp({ parts: { keys: store }, log: (line) => lines.push(line) })
 })
 
 afterAll(async () => {

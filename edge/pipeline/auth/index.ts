@@ -1,12 +1,22 @@
-import type { Context, MiddlewareHandler } from 'hono'
+import type { Context } from 'hono'
 import { type Scope, hashApiKey, isApiKey } from './api-key.ts'
-import type { KeyStore } from './key-store.ts'
-import type { AppEnv } from '../../env.ts'
+import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
+import type { Stage } from '../stage.ts'
+
+/** An authenticated caller, as the auth middleware resolved it (never the key itself). */
+export interface Caller {
+  name: string
+  scopes: string[]
+  /** Requests per minute this key may make. */
+  rateLimitPerMinute: number
+}
+
+export interface AuthVariables {
+  caller: Caller
+}
 
 export interface AuthOptions {
-  /** Where keys are looked up, or how to find the store for this request (e.g. `envKeyStore()`). */
-  store: KeyStore | ((c: Context<AppEnv>) => KeyStore)
   /** The scope this route requires. */
   scope?: Scope
   /** Realm named in `WWW-Authenticate`. */
@@ -19,7 +29,7 @@ const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i
  * Reads the key from `Authorization: Bearer <key>` or `X-Api-Key` (both may be sent only if they
  * agree); the key never reaches a problem detail, a log line or an error message.
  */
-const presentedKey = (c: Context<AppEnv>, unauthorized: (detail: string, error?: string) => Problem): string => {
+const presentedKey = (c: Context, unauthorized: (detail: string, error?: string) => Problem): string => {
   const authorization = c.req.header('authorization')
   const apiKey = c.req.header('x-api-key')
   let fromAuthorization: string | undefined
@@ -37,10 +47,6 @@ const presentedKey = (c: Context<AppEnv>, unauthorized: (detail: string, error?:
   return key
 }
 
-/**
- * Authenticates the caller by API key and checks the route's scope: 401 with `WWW-Authenticate`
- * for a missing, malformed or unknown key, 403 for a key without the scope. Sets `caller`.
- */
 const DIGEST_CACHE_SIZE = 1_024
 
 /**
@@ -57,15 +63,19 @@ const digestOf = async (key: string): Promise<string> => {
   return digest
 }
 
-export const auth = ({ store, scope = 'predict', realm = 'edge-infer' }: AuthOptions): MiddlewareHandler<AppEnv> => {
+/**
+ * Authenticates the caller by API key, looked up in the isolate's key store, and checks the
+ * route's scope: 401 with `WWW-Authenticate` for a missing, malformed or unknown key, 403 for a
+ * key without the scope. Sets `caller`.
+ */
+export const auth = ({ scope = 'predict', realm = 'edge-infer' }: AuthOptions = {}): Stage<{ isolate: Pick<Isolate, 'keys'> }, AuthVariables> => {
   const challenge = `Bearer realm="${realm}"`
   const unauthorized = (detail: string, error?: string) =>
     new Problem(401, 'Unauthorized', detail, { headers: { 'www-authenticate': error ? `${challenge}, error="${error}"` : challenge } })
   return async function auth(c, next) {
     const key = presentedKey(c, unauthorized)
     if (!isApiKey(key)) throw unauthorized('the API key is malformed', 'invalid_token')
-    const keys = typeof store === 'function' ? store(c) : store
-    const entry = await keys.find(await digestOf(key))
+    const entry = await c.get('isolate').keys.find(await digestOf(key))
     if (entry === undefined) throw unauthorized('the API key is not recognized', 'invalid_token')
     if (!(entry.scopes as readonly string[]).includes(scope)) {
       throw new Problem(403, 'Forbidden', `the API key "${entry.name}" lacks the "${scope}" scope`, {

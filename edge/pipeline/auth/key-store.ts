@@ -1,6 +1,3 @@
-import type { Context } from 'hono'
-import type { AppEnv } from '../../env.ts'
-import { Problem } from '../../problem.ts'
 import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from './api-key.ts'
 
 /** Where the edge looks up API keys by their SHA-256 hex digest. */
@@ -79,36 +76,15 @@ export class MemoryKeyStore implements KeyStore {
   }
 }
 
-export interface EnvKeyStoreOptions {
-  /** A store every isolate shares (Redis), consulted after the secret; may be absent per request. */
-  shared?: (c: Context<AppEnv>) => KeyStore | undefined
-}
-
 /**
- * A per-isolate store resolver for Workers, where secrets arrive with each request: parses
- * `c.env.API_KEYS` once per distinct value and reuses the store. An invalid secret is logged once
- * (without its content) and answered with a 503 problem on every request until it is fixed, instead
- * of failing obscurely per request. With a shared store the secret may be left unset.
+ * The keys of the `API_KEYS` secret, then those of a store every isolate shares (Redis), when there
+ * is one; with a shared store the secret may be left unset. Throws `KeyConfigError` for a secret
+ * that cannot be used.
  */
-export const envKeyStore = ({ shared }: EnvKeyStoreOptions = {}): ((c: Context<AppEnv>) => KeyStore) => {
-  let cached: { secret: string | undefined; sharedStore: KeyStore | undefined; store?: KeyStore; error?: KeyConfigError } | undefined
-  return function resolveKeyStore(c) {
-    const secret = c.env?.API_KEYS
-    const sharedStore = shared?.(c)
-    if (cached === undefined || cached.secret !== secret || cached.sharedStore !== sharedStore) {
-      try {
-        const fromSecret = sharedStore && (secret === undefined || secret.trim() === '') ? undefined : MemoryKeyStore.fromSecret(secret)
-        const stores = [fromSecret, sharedStore].filter((store) => store !== undefined)
-        cached = { secret, sharedStore, store: stores.length === 1 ? stores[0] : new ChainedKeyStore(stores) }
-      } catch (err) {
-        if (!(err instanceof KeyConfigError)) throw err
-        cached = { secret, sharedStore, error: err }
-        console.error(JSON.stringify({ level: 'error', msg: 'API key configuration is invalid; every authenticated request gets 503', error: err.message }))
-      }
-    }
-    if (cached.store) return cached.store
-    throw new Problem(503, 'Service Unavailable', 'authentication is not configured correctly on this edge; the operator has been told', { slug: 'auth-misconfigured' })
-  }
+export const keyStoreFrom = (secret: string | undefined, shared?: KeyStore): KeyStore => {
+  if (shared && (secret === undefined || secret.trim() === '')) return shared
+  const fromSecret = MemoryKeyStore.fromSecret(secret)
+  return shared ? new ChainedKeyStore([fromSecret, shared]) : fromSecret
 }
 
 /** Looks in each store in turn: the `API_KEYS` secret first, then the shared one. */

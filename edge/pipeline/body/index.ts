@@ -1,26 +1,28 @@
-import type { Context, MiddlewareHandler } from 'hono'
 import { quoteInput } from '../../../shared/quote-input.ts'
 import { BodyAborted, BodyTooLarge, readBodyText } from './read-text.ts'
-import type { AppEnv } from '../../env.ts'
+import type { EdgeSettings } from '../../isolate.ts'
 import { CLIENT_CLOSED_REQUEST, Problem } from '../../problem.ts'
+import type { Stage } from '../stage.ts'
 
-export interface RequireJsonOptions {
-  /** Largest body accepted, in bytes, or how to find it for this request (e.g. from a binding). */
-  maxBytes?: number | ((c: Context<AppEnv>) => number)
+export interface BodyVariables {
+  /** The body of a POST or PUT as `requireJson` read it (within the size limit); parse it with `jsonBody`. */
+  bodyText: string
 }
+
+type BodyNeeds = { isolate: { settings: Pick<EdgeSettings, 'maxBodyBytes'> } }
 
 const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 
 /**
  * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
  * limit (declared, or counted while the body streams in), 415 for other media types or content
- * codings. The body is read here, once, and handed on as `bodyText`. A client that goes away
+ * codings; the limit is the isolate's `MAX_BODY_BYTES`. The body is read here, once, and handed on as `bodyText`. A client that goes away
  * before its body has arrived gets 499 (client-closed): logged as its doing, not the edge's.
  */
-export const requireJson = ({ maxBytes: limit = 256 * 1024 }: RequireJsonOptions = {}): MiddlewareHandler<AppEnv> =>
+export const requireJson = (): Stage<BodyNeeds, BodyVariables> =>
   async function requireJson(c, next) {
     if (c.req.method !== 'POST' && c.req.method !== 'PUT') return next()
-    const maxBytes = typeof limit === 'function' ? limit(c) : limit
+    const { maxBodyBytes: maxBytes } = c.get('isolate').settings
     const declared = c.req.header('content-length')
     if (declared !== undefined && Number(declared) > maxBytes) {
       // None of it will be read: cancelling says so. Under `wrangler dev` an untouched body kept its

@@ -1,5 +1,3 @@
-import type { Context } from 'hono'
-import type { AppEnv } from '../../env.ts'
 import { parseJsonBody } from './json-error.ts'
 import { Problem } from '../../problem.ts'
 
@@ -38,8 +36,8 @@ const checkJsonBounds = (body: unknown): void => {
  * when the route has no `requireJson` in front. A malformed body is a 400 naming line, column
  * and position of the first error; one nested or sized past the bounds above is a 400 naming them.
  */
-export const jsonBody = async (c: Context<AppEnv>): Promise<unknown> => {
-  const parsed = parseJsonBody(c.get('bodyText') ?? (await c.req.text()))
+export const jsonBody = (text: string): unknown => {
+  const parsed = parseJsonBody(text)
   if (!parsed.ok) {
     const { line, column, position, reason } = parsed.error
     throw new Problem(400, 'Bad Request', `the request body is not valid JSON: ${reason} at line ${line}, column ${column} (position ${position})`, {

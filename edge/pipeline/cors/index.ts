@@ -1,9 +1,10 @@
-import type { Context, MiddlewareHandler } from 'hono'
-import type { AppEnv } from '../../env.ts'
+import type { Context } from 'hono'
+import type { EdgeSettings } from '../../isolate.ts'
+import type { Stage, StageEnv } from '../stage.ts'
+
+type CorsNeeds = { isolate: { settings: Pick<EdgeSettings, 'allowedOrigins'> } }
 
 export interface CorsOptions {
-  /** The origin to allow for this request (echoed in `Access-Control-Allow-Origin`), or null. */
-  origin: (origin: string, c: Context<AppEnv>) => string | null
   allowMethods?: string[]
   allowHeaders?: string[]
   exposeHeaders?: string[]
@@ -12,22 +13,21 @@ export interface CorsOptions {
 }
 
 /**
- * CORS with an origin allow-list, answering preflights with 204; the headers `hono/cors` sends.
+ * CORS for the origins of the isolate's `ALLOWED_ORIGINS`, answering preflights with 204; the headers `hono/cors` sends.
  * Unlike `hono/cors` it never builds a response up front: a placeholder that every later header
  * write copied. Like every stage of the pipeline, it names its headers on the final response
  * after the handler (problem responses included).
  */
 export const cors = ({
-  origin: allowOrigin,
   allowMethods = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'PATCH', 'QUERY'],
   allowHeaders = [],
   exposeHeaders = [],
   maxAge,
-}: CorsOptions): MiddlewareHandler<AppEnv> => {
+}: CorsOptions = {}): Stage<CorsNeeds> => {
   const methods = allowMethods.join(',')
   const allowed = allowHeaders.length > 0 ? allowHeaders.join(',') : undefined
   const exposed = exposeHeaders.length > 0 ? exposeHeaders.join(',') : undefined
-  const preflight = (c: Context<AppEnv>, origin: string | null): Response => {
+  const preflight = (c: Context<StageEnv<CorsNeeds>>, origin: string | null): Response => {
     if (origin) c.header('access-control-allow-origin', origin)
     if (exposed) c.header('access-control-expose-headers', exposed)
     c.header('vary', 'Origin', { append: true })
@@ -41,7 +41,8 @@ export const cors = ({
     return c.body(null, 204)
   }
   return async function cors(c, next) {
-    const origin = allowOrigin(c.req.header('origin') ?? '', c)
+    const requested = c.req.header('origin')
+    const origin = requested !== undefined && c.get('isolate').settings.allowedOrigins.includes(requested) ? requested : null
     if (c.req.method === 'OPTIONS') return preflight(c, origin)
     await next()
     const headers = c.res.headers

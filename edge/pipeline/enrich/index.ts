@@ -1,20 +1,21 @@
-import type { Context, MiddlewareHandler } from 'hono'
 import type { Feature, FeatureSpec, FeatureValue } from '../../../shared/feature-spec.ts'
-import type { AppEnv } from '../../env.ts'
+import type { Isolate } from '../../isolate.ts'
+import { Problem } from '../../problem.ts'
+import type { PredictableModel } from '../model/catalog.ts'
+import type { Stage } from '../stage.ts'
+import type { ValidateVariables } from '../validate/index.ts'
 import type { FeatureRead, FeatureReader } from './cached-store.ts'
 import { convertStored } from './convert.ts'
-import { Problem } from '../../problem.ts'
-import { type ModelOf, type SpecFor, modelFrom, modelParam } from '../normalize/index.ts'
 
 /** Response header set (to "1") only when entity features were not read fresh from the store. */
 export const FEATURES_DEGRADED_HEADER = 'x-features-degraded'
 
-export interface EnrichOptions {
-  /** The isolate's feature reader (see `featureStoreResolver`), or a function of the request. */
-  store: FeatureReader | ((c: Context<AppEnv>) => FeatureReader)
-  specFor: SpecFor
-  modelOf?: ModelOf
+export interface EnrichVariables {
+  /** Set when entity features came from defaults because the store was slow or down. */
+  featuresDegraded: boolean
 }
+
+type EnrichNeeds = ValidateVariables & { model: PredictableModel; isolate: Pick<Isolate, 'features'> }
 
 /** The entity features of a spec that share one entity and key: one store read per request. */
 interface EntityGroup {
@@ -45,7 +46,7 @@ export const entityGroups = (spec: FeatureSpec): EntityGroup[] => {
 
 /**
  * Fills each instance's entity features (e.g. the `user` entity by `entity.user_id`) from the
- * feature store: one read per entity per request, through the isolate cache. Stored strings are
+ * isolate's feature store: one read per entity per request, through its cache. Stored strings are
  * converted by feature type; a value that does not fit the spec is dropped. A request value
  * stays only where the spec marks the feature `overridable`.
  *
@@ -55,14 +56,13 @@ export const entityGroups = (spec: FeatureSpec): EntityGroup[] => {
  * degraded: defaults apply silently. A required entity feature without a default that cannot be
  * filled is refused: 503 when the store is degraded, 422 when the entity lacks it.
  */
-export const enrich = ({ store, specFor, modelOf = modelParam }: EnrichOptions): MiddlewareHandler<AppEnv> =>
+export const enrich = (): Stage<EnrichNeeds, EnrichVariables> =>
   async function enrich(c, next) {
     const predict = c.get('predict')
-    if (predict === undefined) throw new Error('enrich() runs after validate(): no predict input was set')
-    const groups = entityGroups(await specFor(c, modelFrom(c, modelOf, 'enrich')))
+    const groups = entityGroups(c.get('model').spec)
     let degraded = false
     if (groups.length > 0) {
-      const reader = typeof store === 'function' ? store(c) : store
+      const reader = c.get('isolate').features
       const reads = await Promise.all(groups.map((group) => readGroup(reader, group, predict.entity, predict.instances)))
       let instances: Array<Record<string, FeatureValue>> | undefined
       for (let g = 0; g < groups.length; g++) {

@@ -1,3 +1,4 @@
+import demoFeatures from './demo-seed.json' with { type: 'json' }
 import type { FeatureStore, StoredFeatures } from './feature-store.ts'
 
 /** A seed value as written in JSON; stored as Redis would hold it (a string). */
@@ -5,6 +6,9 @@ export type SeedValue = string | number | boolean
 
 /** `{ "user": { "u-1": { "account_age_months": 48, ... } } }`: entity → id → feature → value. */
 export type FeatureSeed = Record<string, Record<string, Record<string, SeedValue>>>
+
+/** The embedded entity features when no Redis is configured (local dev): a handful of demo users. */
+export const DEFAULT_FEATURE_SEED: FeatureSeed = demoFeatures
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 

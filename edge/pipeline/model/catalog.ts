@@ -21,9 +21,10 @@ export type PredictableModel = Required<ModelDescription>
  * The model as the predict path needs it, or a refusal naming the route it can be called through.
  * 404, not 422: the body is not at fault; this model has no predict operation whatever the body says.
  */
+const hasPredict = (model: ModelDescription): model is PredictableModel => model.spec !== undefined && model.postprocess !== undefined
+
 export const predictable = (model: ModelDescription): PredictableModel => {
-  const { spec, postprocess } = model
-  if (spec && postprocess) return { ...model, spec, postprocess }
+  if (hasPredict(model)) return model
   throw new Problem(404, 'Not Found', `model "${model.name}" has no feature spec or postprocess, so no predict; call it through /v2/models/${model.name}/infer`, { slug: 'no-feature-spec' })
 }
 

@@ -1,12 +1,11 @@
-import type { Context, MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../../shared/headers.ts'
-import type { AppEnv } from '../../env.ts'
+import type { Isolate } from '../../isolate.ts'
+import type { AuthVariables } from '../auth/index.ts'
+import type { Stage } from '../stage.ts'
 import { Problem } from '../../problem.ts'
-import type { RateLimiter, RateLimitResult } from './sliding-window.ts'
+import type { RateLimitResult } from './sliding-window.ts'
 
 export interface RateLimitOptions {
-  /** The limiter, or how to find this request's (shared in Redis when configured). */
-  limiter: RateLimiter | ((c: Context<AppEnv>) => RateLimiter)
   /** Length of the sliding window; the caller's per-minute limit is scaled to it. */
   windowMs?: number
 }
@@ -23,14 +22,14 @@ const rateLimitHeaders = ({ limit, remaining, resetMs }: RateLimitResult): Recor
 /**
  * Limits each caller (as `auth` resolved it) to its own `rateLimitPerMinute` over a sliding
  * window. Every response carries `RateLimit-*` headers; past the limit the answer is a 429
- * problem with `Retry-After`. Must run after `auth`.
+ * problem with `Retry-After`. The limiter is the isolate's: Redis, shared by every isolate, when
+ * configured.
  */
-export const rateLimit = ({ limiter, windowMs = 60_000 }: RateLimitOptions): MiddlewareHandler<AppEnv> =>
+export const rateLimit = ({ windowMs = 60_000 }: RateLimitOptions = {}): Stage<AuthVariables & { isolate: Pick<Isolate, 'limiter'> }> =>
   async function rateLimit(c, next) {
-    const caller = c.get('caller') as AppEnv['Variables']['caller'] | undefined
-    if (caller === undefined) throw new Error('rateLimit runs after auth: no caller is set')
+    const caller = c.get('caller')
     const max = Math.max(1, Math.round((caller.rateLimitPerMinute * windowMs) / 60_000))
-    const result = await (typeof limiter === 'function' ? limiter(c) : limiter).limit(caller.name, max, windowMs)
+    const result = await c.get('isolate').limiter.limit(caller.name, max, windowMs)
     const headers = rateLimitHeaders(result)
     if (!result.success) {
       const retryAfter = Math.max(1, seconds(result.resetMs))

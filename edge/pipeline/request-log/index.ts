@@ -1,6 +1,6 @@
-import type { MiddlewareHandler } from 'hono'
-import type { AppEnv } from '../../env.ts'
+import type { Variables } from '../../env.ts'
 import { CLIENT_CLOSED_REQUEST } from '../../problem.ts'
+import type { Stage } from '../stage.ts'
 
 export interface RequestLogOptions {
   write?: (line: string) => void
@@ -11,7 +11,7 @@ export interface RequestLogOptions {
  * took, and how much of the input had to be fixed — per-key normalization counts are how a
  * client's encoding bug becomes visible (Workers Logs / Logpush turn these lines into metrics).
  */
-export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOptions = {}): MiddlewareHandler<AppEnv> =>
+export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOptions = {}): Stage<Partial<Variables>> =>
   async function requestLog(c, next) {
     const started = Date.now()
     try {

@@ -1,16 +1,25 @@
-import type { Context, MiddlewareHandler } from 'hono'
 import { HEADERS } from '../../../shared/headers.ts'
-import type { ModelCatalog, ModelDescription } from '../model/catalog.ts'
-import type { AppEnv } from '../../env.ts'
+import type { Isolate } from '../../isolate.ts'
+import type { ModelDescription } from '../model/catalog.ts'
+import type { ModelVariables } from '../model/index.ts'
 import { Problem } from '../../problem.ts'
-import { reroutesOf, type Reroutes } from './reroutes.ts'
+import type { RequestIdVariables } from '../request-id/index.ts'
+import type { Stage } from '../stage.ts'
+import type { ValidateVariables } from '../validate/index.ts'
+import type { Reroutes } from './reroutes.ts'
 import { assignArm, inShadow, pinnable, standInFor, type Assignment, type Rollout } from '../../rollout/rollout.ts'
-import { defaultRollout, type RolloutStore } from '../../rollout/store.ts'
+import { defaultRollout } from '../../rollout/store.ts'
 import { quoteInput } from '../../../shared/quote-input.ts'
 
+export interface RouteVariables {
+  /** Which version and variant serve this request, and why. */
+  assignment: Assignment
+}
+
+/** The predict input is there on predict (its entity id is the sticky key), not on tensor routes. */
+type RouteNeeds = ModelVariables & RequestIdVariables & Partial<ValidateVariables> & { isolate: Pick<Isolate, 'rollouts' | 'reroutes'> }
+
 export interface RouteOptions {
-  /** The catalog and rollout state for this request's isolate. */
-  services: (c: Context<AppEnv>) => { catalog: ModelCatalog; rollouts: RolloutStore; reroutes?: Reroutes }
   /** Header carrying the sticky key when the request names no entity. */
   experimentHeader?: string
 }
@@ -31,13 +40,11 @@ const servedAssignment = (sticky: Assignment, rollout: Rollout, revision: number
  * id, else X-Experiment-Key, else the request id), so a user stays in one arm while weights hold.
  * The response names the version and variant (`X-Model-Version`, `X-Variant`).
  */
-export const route = ({ services, experimentHeader = 'x-experiment-key' }: RouteOptions): MiddlewareHandler<AppEnv> =>
+export const route = ({ experimentHeader = 'x-experiment-key' }: RouteOptions = {}): Stage<RouteNeeds, RouteVariables> =>
   async function route(c, next) {
-    const isolate = services(c)
-    const { catalog, rollouts } = isolate
-    const name = c.req.param('model') ?? ''
-    const model = await catalog.describe(name, c.get('requestId'))
-    c.set('model', model)
+    const { rollouts, reroutes } = c.get('isolate')
+    const model = c.get('model')
+    const { name } = model
     // An isolate that never read the rollout and cannot reach its store routes by the default
     // (newest version) rather than failing the request.
     const stored = await rollouts.get(name).catch((err: unknown) => {
@@ -57,7 +64,7 @@ export const route = ({ services, experimentHeader = 'x-experiment-key' }: Route
     } else {
       const entity = c.get('predict')?.entity
       const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-      const assignment = servedAssignment(assignArm(rollout, name, key), rollout, stored?.revision ?? 0, model, reroutesOf(isolate))
+      const assignment = servedAssignment(assignArm(rollout, name, key), rollout, stored?.revision ?? 0, model, reroutes)
       const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, name, key) ? rollout.shadow.version : undefined
       c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
     }

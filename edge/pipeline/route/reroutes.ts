@@ -24,6 +24,3 @@ export class Reroutes {
     return entry?.revision === revision ? { ...entry.counts } : {}
   }
 }
-
-/** The reroute counts of a set of services; services built without them get one, kept on the object so routing and the rollout API share it. */
-export const reroutesOf = (services: { reroutes?: Reroutes }): Reroutes => (services.reroutes ??= new Reroutes())

@@ -1,11 +1,19 @@
-import type { Context, MiddlewareHandler, Next } from 'hono'
+import type { Context as OtelContext } from '@opentelemetry/api'
+import type { Context, Next } from 'hono'
 import { HEADERS } from '../../../shared/headers.ts'
-import type { AppEnv } from '../../env.ts'
 import { randomHex } from '../../random-ids.ts'
+import type { Stage, StageEnv } from '../stage.ts'
 import { remoteContext, startRequestSpan, tracing } from './spans.ts'
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 const ZEROS = /^0+$/
+
+export interface TraceVariables {
+  /** The traceparent the edge sends onward: the caller's trace id, the edge's span id. */
+  traceparent: string
+  /** OpenTelemetry context of the request span, when a tracer provider is registered; stage spans are its children. */
+  otelContext?: OtelContext
+}
 
 export interface TraceContextOptions {
   /** Sampled flag for traces the edge starts itself. */
@@ -19,7 +27,7 @@ export interface TraceContextOptions {
  * With no tracer provider registered no span is started (`otelContext` stays unset), but the
  * edge still names a span id of its own.
  */
-export const traceContext = ({ sampled = true }: TraceContextOptions = {}): MiddlewareHandler<AppEnv> =>
+export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Stage<object, TraceVariables> =>
   async function traceContext(c, next) {
     const incoming = TRACEPARENT.exec(c.req.header(HEADERS.traceparent)?.trim().toLowerCase() ?? '')
     const valid = incoming !== null && !ZEROS.test(incoming[1]) && !ZEROS.test(incoming[2])
@@ -33,7 +41,7 @@ export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Midd
     c.res.headers.set('x-trace-id', traceId)
   }
 
-const withRequestSpan = async (c: Context<AppEnv>, next: Next, traceId: string, flags: string, parentSpanId: string | undefined): Promise<void> => {
+const withRequestSpan = async (c: Context<StageEnv<TraceVariables>>, next: Next, traceId: string, flags: string, parentSpanId: string | undefined): Promise<void> => {
   const parent = remoteContext(traceId, parentSpanId ?? randomHex(8), (parseInt(flags, 16) & 1) === 1)
   const { span, context } = startRequestSpan(parent, 'edge.request')
   span.setAttribute('http.request.method', c.req.method)

@@ -40,9 +40,9 @@ const endSpan = (span: Span, err: unknown) => {
  * Wraps a pipeline stage in a span `edge.<stage>`, a child of the request span. When
  * `traceContext` found no provider it leaves no trace context, and the stage runs bare.
  */
-export const stage = (name: string, middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> => {
+export const traced = (name: string, middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> => {
   const spanName = `edge.${name}`
-  const traced = async (c: Context<AppEnv>, next: () => Promise<void>, parent: OtelContext) => {
+  const inSpan = async (c: Context<AppEnv>, next: () => Promise<void>, parent: OtelContext) => {
     const span = tracer().startSpan(spanName, {}, parent)
     try {
       const result = await middleware(c, next)
@@ -53,8 +53,8 @@ export const stage = (name: string, middleware: MiddlewareHandler<AppEnv>): Midd
       throw err
     }
   }
-  return function stage(c, next) {
+  return function traced(c, next) {
     const parent: OtelContext | undefined = c.get('otelContext')
-    return parent === undefined ? middleware(c, next) : traced(c, next, parent)
+    return parent === undefined ? middleware(c, next) : inSpan(c, next, parent)
   }
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { Feature, FeatureSpec } from '../../../shared/feature-spec.ts'
-import type { PredictInput } from '../../env.ts'
+import type { PredictInput } from './index.ts'
 import type { FieldError } from '../../problem.ts'
 import { CONTROL, MAX_STRING_LENGTH, compileAcceptor } from './acceptor.ts'
 import { describeValue, formatPath, isRecord } from '../../format.ts'

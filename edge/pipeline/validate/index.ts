@@ -1,44 +1,48 @@
-import type { MiddlewareHandler } from 'hono'
-import type { AppEnv } from '../../env.ts'
+import type { FeatureValue } from '../../../shared/feature-spec.ts'
+import type { EdgeSettings, Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
-import { type SchemaCache, schemaCache } from './compile-spec.ts'
-import { type ModelOf, type SpecFor, modelFrom, modelParam } from '../normalize/index.ts'
+import type { PredictableModel } from '../model/catalog.ts'
+import type { NormalizeVariables } from '../normalize/index.ts'
+import type { Stage } from '../stage.ts'
+
+/** A predict request after normalization and validation against the model's feature spec. */
+export interface PredictInput {
+  instances: Array<Record<string, FeatureValue>>
+  /** Entity ids for feature enrichment, e.g. `{ user_id: "u-42" }`. */
+  entity?: Record<string, string>
+}
+
+export interface ValidateVariables {
+  predict: PredictInput
+}
+
+type ValidateNeeds = NormalizeVariables & {
+  model: PredictableModel
+  isolate: Pick<Isolate, 'validators'> & { settings: Pick<EdgeSettings, 'maxInstances'> }
+}
 
 export interface ValidateOptions {
-  specFor: SpecFor
-  /** Most instances per request (default 64). */
-  maxInstances?: number
   /** Most field errors listed in one problem body (default 50); the detail still counts them all. */
   maxErrors?: number
-  modelOf?: ModelOf
-  /** Compiled validators (default: the isolate's shared `schemaCache`). */
-  cache?: SchemaCache
-  /**
-   * Cache key for the spec, e.g. `${model}@${version}`, for a `specFor` that returns a new object
-   * per call; then a spec is recompiled at most once per TTL. Default: cache by spec identity.
-   */
-  cacheKey?: (model: string) => string | undefined
 }
 
 /**
- * Validates the normalized body (`normalize` must run first) against the zod schema compiled from
- * the model's feature spec and hands on `predict`; otherwise 400 with every error (up to
- * `maxErrors`) as `{ path, message }`.
+ * Validates the normalized body against the schema compiled from the model's feature spec (at
+ * most the isolate's `MAX_INSTANCES` rows, compiled once per spec into the isolate's cache) and
+ * hands on `predict`; otherwise 400 with every error (up to `maxErrors`) as `{ path, message }`.
  */
-export const validate = ({ specFor, maxInstances = 64, maxErrors = 50, modelOf = modelParam, cache = schemaCache, cacheKey }: ValidateOptions): MiddlewareHandler<AppEnv> =>
+export const validate = ({ maxErrors = 50 }: ValidateOptions = {}): Stage<ValidateNeeds, ValidateVariables> =>
   async function validate(c, next) {
-    const model = modelFrom(c, modelOf, 'validate')
-    const body = c.get('body')
-    if (body === undefined) throw new Error('validate() runs after normalize(): no body was set')
-    const validator = cache.get(await specFor(c, model), { maxInstances, key: cacheKey?.(model) })
-    const result = validator.validate(body)
+    const model = c.get('model')
+    const { validators, settings } = c.get('isolate')
+    const result = validators.get(model.spec, { maxInstances: settings.maxInstances }).validate(c.get('body'))
     if (!result.success) {
       const n = result.errors.length
       const shown = result.errors.slice(0, maxErrors)
       throw new Problem(
         400,
         'Bad Request',
-        `the request does not match the feature spec of ${model}: ${n} error${n > 1 ? 's' : ''}${n > shown.length ? ` (the first ${shown.length} are listed)` : ''}`,
+        `the request does not match the feature spec of ${model.name}: ${n} error${n > 1 ? 's' : ''}${n > shown.length ? ` (the first ${shown.length} are listed)` : ''}`,
         { slug: 'invalid-input', errors: shown },
       )
     }

@@ -5,7 +5,7 @@ import { UpstashHistoryStore } from '../../../edge/rollout/upstash-history-store
 import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../../../shared/upstash-client.ts'
-import { redisTimeoutMs } from '../../../edge/isolate.ts'
+import { settingsFrom } from '../../../edge/isolate.ts'
 import { canaryRollout, FakeMonitorSource, MINUTE, T0 } from './support.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../faults/redis-slow.ts'
 
@@ -78,9 +78,9 @@ describe('UpstashHistoryStore within its Redis budget', () => {
 describe('REDIS_TIMEOUT_MS', () => {
   it('is read as a positive number of milliseconds, else the default of 200 ms', () => {
     expect(DEFAULT_EDGE_REDIS_TIMEOUT_MS).toBe(200)
-    expect(redisTimeoutMs({})).toBe(200)
-    expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: ' 40 ' })).toBe(40)
-    for (const bad of ['', '0', '-5', 'abc', 'Infinity']) expect(redisTimeoutMs({ REDIS_TIMEOUT_MS: bad }), bad).toBe(200)
+    expect(settingsFrom({}).redisTimeoutMs).toBe(200)
+    expect(settingsFrom({ REDIS_TIMEOUT_MS: ' 40 ' }).redisTimeoutMs).toBe(40)
+    for (const bad of ['', '0', '-5', 'abc', 'Infinity']) expect(settingsFrom({ REDIS_TIMEOUT_MS: bad }).redisTimeoutMs, bad).toBe(200)
   })
 })
 

@@ -33,11 +33,10 @@ beforeAll(async () => {
   // The backend's metadata for credit-risk (versions 1 and 2) without a backend process.
   const standIn = new InProcessBackendStandIn(await creditRiskMetadata())
   app = createApp({
-    keys: new MemoryKeyStore([
+    parts: { keys: new MemoryKeyStore([
       { name: 'web', hash: await hashApiKey(keys.predict), scopes: ['predict'], rate_limit_per_minute: 100_000 },
       { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 100_000 },
-    ]),
-    services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts, history }),
+    ]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts, history },
     log: () => {},
   })
 })

@@ -20,8 +20,7 @@ beforeAll(async () => {
   metadata = await creditRiskMetadata()
   const standIn = new InProcessBackendStandIn(metadata)
   app = createApp({
-    keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]),
-    services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() }),
+    parts: { keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() },
     log: () => {},
   })
 })
@@ -137,8 +136,7 @@ describe('the precondition a PUT needs', () => {
     const standIn = new InProcessBackendStandIn(metadata)
     const rollouts = new MemoryRolloutStore()
     const fresh = createApp({
-      keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]),
-      services: () => ({ transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts }),
+      parts: { keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts },
       log: () => {},
     })
     const putTo = (ifMatch: string) => fresh.request(PATH, {

@@ -5,7 +5,8 @@ import { ModelCatalog } from '../../../edge/pipeline/model/catalog.ts'
 import type { HistoryEntry } from '../../../edge/rollout/history-store.ts'
 import type { Bindings } from '../../../edge/env.ts'
 import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
-import type { EdgeServices } from '../../../edge/isolate.ts'
+import type { IsolateParts } from '../../../edge/isolate.ts'
+import { MemoryHistoryStore } from '../../../edge/rollout/history-store.ts'
 import { createWorker } from '../../../edge/worker.ts'
 import { InProcessBackendStandIn } from '../../../load/edge/in-process-backend.ts'
 import { creditRiskMetadata } from '../../../load/edge/workload.ts'
@@ -31,10 +32,10 @@ afterAll(async () => {
 
 /** A worker whose services have no history store of their own (the isolate-local one is shared) and, optionally, a monitor source. */
 const workerWith = (monitorSource?: FakeMonitorSource) => {
-  const services: EdgeServices = { transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore(), ...(monitorSource ? { monitorSource } : {}) }
+  const services = { transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore(), history: new MemoryHistoryStore(), ...(monitorSource ? { monitor: monitorSource } : {}) } satisfies IsolateParts
   const lines: string[] = []
   // Backoff without waiting, so a failing delivery settles within the test.
-  const worker = createWorker({ keys, services: () => services, log: () => {}, scheduledLog: (line) => void lines.push(line), webhook: { sleep: async () => {} } })
+  const worker = createWorker({ parts: { keys, ...services }, log: () => {}, scheduledLog: (line) => void lines.push(line), webhook: { sleep: async () => {} } })
   const background: Promise<unknown>[] = []
   const ctx = { waitUntil: (p: Promise<unknown>) => void background.push(p), passThroughOnException: () => {}, props: {} }
   const request = (env: Bindings, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -49,9 +50,9 @@ const firstRevision = { 'if-match': '"r0"' }
 const tick = { cron: '* * * * *', scheduledTime: Date.UTC(2026, 0, 1) }
 
 describe('scheduled()', () => {
-  it('skips the tick with a log line while no monitor source is configured', async () => {
+  it('skips the tick with a log line while no monitor source is configured (no backend, none given)', async () => {
     const { worker, ctx, logged } = workerWith()
-    await worker.scheduled(tick, { BACKEND_URL: 'in-process' }, ctx)
+    await worker.scheduled(tick, { BACKEND_URL: '' }, ctx)
     expect(logged()).toEqual([{ level: 'warn', msg: 'scheduled tick skipped: no monitor source configured', cron: '* * * * *', scheduled_time: tick.scheduledTime }])
   })
 

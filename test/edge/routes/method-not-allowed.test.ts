@@ -7,7 +7,7 @@ let app: ReturnType<typeof createApp>
 const admin = generateApiKey('test')
 
 beforeAll(async () => {
-  app = createApp({ keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000 }]) })
+  app = createApp({ parts: { keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000 }]) } })
 })
 
 // Services are built, never called: a refused method reaches no tier.

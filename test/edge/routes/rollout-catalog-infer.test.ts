@@ -30,7 +30,7 @@ beforeAll(async () => {
     { name: 'web', hash: await hashApiKey(keys.predict), scopes: ['predict'], rate_limit_per_minute: 100_000 },
     { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 100_000 },
   ])
-  app = createApp({ keys: store })
+  app = createApp({ parts: { keys: store } })
   env = { BACKEND_URL: backend.url }
 })
 

@@ -1,10 +1,11 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
 import type { AppEnv } from '../../../edge/env.ts'
 import { auth } from '../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../edge/on-error.ts'
+import { isolateCache } from '../../../edge/isolate.ts'
+import { isolate } from '../../../edge/pipeline/isolate/index.ts'
 import { runCreateKey } from './support/create-key-process.ts'
 
 const createKey = (...args: string[]) => runCreateKey(args)
@@ -26,10 +27,10 @@ describe('keys:create', () => {
 
     // The printed entry, stored as API_KEYS, authenticates the printed key.
     const app = new Hono<AppEnv>()
-    app.use('*', auth({ store: MemoryKeyStore.fromSecret(JSON.stringify([entry])), scope: 'admin' }))
+    app.use('*', isolate({ isolateFor: isolateCache() }), auth({ scope: 'admin' }))
     app.get('/', (c) => c.json(c.get('caller')))
     app.onError(onError)
-    const res = await app.request('/', { headers: { 'x-api-key': key } })
+    const res = await app.request('/', { headers: { 'x-api-key': key } }, { API_KEYS: JSON.stringify([entry]) })
     expect(await res.json()).toEqual({ name: 'web', scopes: ['predict', 'admin'], rateLimitPerMinute: 120 })
   })
 

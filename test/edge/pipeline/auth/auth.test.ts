@@ -5,6 +5,7 @@ import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { notFound, onError } from '../../../../edge/on-error.ts'
 
 const predictKey = generateApiKey('test')
@@ -20,9 +21,9 @@ beforeAll(async () => {
     { name: 'ops', hash: await hashApiKey(adminKey), scopes: ['predict', 'admin'], rate_limit_per_minute: 60 },
   ])
   app = new Hono<AppEnv>()
-  app.use('*', requestId())
-  app.use('/v1/*', auth({ store }))
-  app.use('/admin/*', auth({ store, scope: 'admin' }))
+  app.use('*', givenIsolate({ keys: store }), requestId())
+  app.use('/v1/*', auth())
+  app.use('/admin/*', auth({ scope: 'admin' }))
   app.get('/v1/whoami', (c) => c.json(c.get('caller')))
   app.get('/admin/whoami', (c) => c.json(c.get('caller')))
   app.notFound(notFound)

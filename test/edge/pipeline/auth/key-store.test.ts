@@ -1,9 +1,11 @@
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type KeyEntry, generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { KeyConfigError, MemoryKeyStore, envKeyStore, parseApiKeys } from '../../../../edge/pipeline/auth/key-store.ts'
+import { KeyConfigError, MemoryKeyStore, parseApiKeys } from '../../../../edge/pipeline/auth/key-store.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
+import { isolateCache } from '../../../../edge/isolate.ts'
+import { isolate } from '../../../../edge/pipeline/isolate/index.ts'
 import { notFound, onError } from '../../../../edge/on-error.ts'
 
 const entryFor = async (name: string, key: string, scopes: KeyEntry['scopes'] = ['predict']): Promise<KeyEntry> =>
@@ -70,10 +72,10 @@ describe('parseApiKeys', () => {
   })
 })
 
-describe('envKeyStore', () => {
+describe('the isolate key store from the API_KEYS binding', () => {
   const appWith = () => {
     const app = new Hono<AppEnv>()
-    app.use('*', auth({ store: envKeyStore() }))
+    app.use('*', isolate({ isolateFor: isolateCache() }), auth())
     app.get('/ok', (c) => c.json({ caller: c.get('caller').name }))
     app.notFound(notFound)
     app.onError(onError)

@@ -1,11 +1,12 @@
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
-import { envKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
+import { keyStoreFrom } from '../../../../edge/pipeline/auth/key-store.ts'
 import { API_KEYS_HASH, UpstashKeyStore } from '../../../../edge/pipeline/auth/upstash-key-store.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
 
 const TOKEN = 'upstash-key-store-test-token-0123'
@@ -68,7 +69,7 @@ describe('UpstashKeyStore over a real redis-server', () => {
   it('behind the auth middleware with no API_KEYS secret: 200 for a Redis key, 401 for others, 503 when Redis is down and the key is not cached', async () => {
     const store = new UpstashKeyStore(upstash.client)
     const app = new Hono<AppEnv>()
-    app.use('*', auth({ store: envKeyStore({ shared: () => store }), scope: 'predict' }))
+    app.use('*', givenIsolate({ keys: keyStoreFrom(undefined, store) }), auth({ scope: 'predict' }))
     app.get('/', (c) => c.json(c.get('caller')))
     app.onError(onError)
     const { key } = await issue('web')

@@ -3,12 +3,13 @@ import { describe, expect, it } from 'vitest'
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, jsonBody } from '../../../../edge/pipeline/body/json-body.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { onError } from '../../../../edge/on-error.ts'
 
 const app = new Hono<AppEnv>()
-app.use('*', requireJson({ maxBytes: 4 * 1024 * 1024 }))
-app.post('/v1/echo', async (c) => c.json({ parsed: typeof (await jsonBody(c)) }))
-app.post('/v2/echo', async (c) => c.json({ parsed: typeof (await jsonBody(c)) }))
+app.use('*', givenIsolate({}, { MAX_BODY_BYTES: String(4 * 1024 * 1024) }), requireJson())
+app.post('/v1/echo', (c) => c.json({ parsed: typeof jsonBody(c.get('bodyText')) }))
+app.post('/v2/echo', (c) => c.json({ parsed: typeof jsonBody(c.get('bodyText')) }))
 app.onError(onError)
 
 const post = (path: string, body: string) => app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/json' } })

@@ -2,10 +2,11 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { onError } from '../../../../edge/on-error.ts'
 
 const app = new Hono<AppEnv>()
-app.use('*', requireJson({ maxBytes: 1024 }))
+app.use('*', givenIsolate({}, { MAX_BODY_BYTES: '1024' }), requireJson())
 app.post('/body', (c) => c.json({ length: c.get('bodyText')?.length }))
 app.onError(onError)
 

@@ -1,23 +1,23 @@
-import { Hono } from 'hono'
+import { type Env, Hono, type MiddlewareHandler } from 'hono'
 import { cors as honoCors } from 'hono/cors'
 import { describe, expect, it } from 'vitest'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { cors } from '../../../../edge/pipeline/cors/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { Problem } from '../../../../edge/problem.ts'
 
 const ALLOWED = 'https://app.example.test'
 const options = {
-  origin: (origin: string) => (origin === ALLOWED ? origin : null),
   allowHeaders: ['authorization', 'content-type'],
   exposeHeaders: ['x-request-id', 'retry-after'],
   maxAge: 600,
 }
 
-const appWith = (middleware: ReturnType<typeof cors>) => {
+const appWith = <E extends Env>(middleware: MiddlewareHandler<E>) => {
   const app = new Hono<AppEnv>()
-  app.use('*', requestId(), middleware)
+  app.use('*', givenIsolate({}, { ALLOWED_ORIGINS: ALLOWED }), requestId(), middleware)
   app.post('/ok', (c) => c.json({ ok: true }))
   app.post('/refused', () => {
     throw new Problem(429, 'Too Many Requests', 'slow down')
@@ -26,7 +26,8 @@ const appWith = (middleware: ReturnType<typeof cors>) => {
   return app
 }
 const ours = appWith(cors(options))
-const hono = appWith(honoCors(options) as ReturnType<typeof cors>)
+// hono/cors with the same allow-list, given as its origin function.
+const hono = appWith(honoCors({ ...options, origin: (origin: string) => (origin === ALLOWED ? origin : null) }))
 
 const headersOf = (res: Response) => Object.fromEntries([...res.headers].filter(([name]) => name !== 'x-request-id'))
 const send = (app: Hono<AppEnv>, method: string, path: string, origin: string) =>

@@ -5,12 +5,14 @@ import type { AppEnv } from '../../../../edge/env.ts'
 import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-store.ts'
 import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
 import { enrich, entityGroups, FEATURES_DEGRADED_HEADER } from '../../../../edge/pipeline/enrich/index.ts'
-import { type SpecFor, normalize } from '../../../../edge/pipeline/normalize/index.ts'
+import { normalize } from '../../../../edge/pipeline/normalize/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { validate } from '../../../../edge/pipeline/validate/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { Problem, type ProblemBody } from '../../../../edge/problem.ts'
 import { flush, manualClock, manualTimers, scriptedStore } from './support.ts'
+import { givenIsolate, givenModels } from '../../support/isolate.ts'
+import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { applicant, creditRisk, creditRiskOverridable } from '../validate/fixtures.ts'
 
 /** A spec with two entities, every feature type, and one required entity feature without a default. */
@@ -27,12 +29,6 @@ const shop: FeatureSpec = featureSpec.parse({
 const plain: FeatureSpec = featureSpec.parse({ input: 'x', features: [{ name: 'amount', type: 'number', min: 0, max: 10 }] })
 
 const specs: Record<string, FeatureSpec> = { 'credit-risk': creditRisk, 'credit-risk-override': creditRiskOverridable, shop, plain }
-const specFor: SpecFor = async (_c, model) => {
-  const spec = specs[model]
-  if (!spec) throw new Problem(404, 'Not Found', `no model named "${model}"`)
-  return spec
-}
-
 let clock: ReturnType<typeof manualClock>
 let timers: ReturnType<typeof manualTimers>
 let backing: ReturnType<typeof scriptedStore>
@@ -51,8 +47,8 @@ beforeEach(() => {
   breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, now: clock.now })
   const store = new CachedFeatureStore(backing.store, { now: clock.now, setTimer: timers.setTimer, ttlMs: 1_000, breaker })
   app = new Hono<AppEnv>()
-  app.use('*', requestId())
-  app.post('/v1/models/:model/predict', normalize({ specFor }), validate({ specFor }), enrich({ store: () => store, specFor }), (c) => {
+  app.use('*', givenIsolate({ features: store }), requestId(), requireJson())
+  app.post('/v1/models/:model/predict', givenModels(specs), normalize(), validate(), enrich(), (c) => {
     if (c.req.header('x-fail-later')) throw new Problem(502, 'Bad Gateway', 'the backend failed')
     return c.json({ predict: c.get('predict'), degraded: c.get('featuresDegraded') })
   })
@@ -225,11 +221,4 @@ describe('enrich middleware', () => {
     expect(entityGroups(shop)).toBe(groups)
   })
 
-  it('is a wiring error to run before validate', async () => {
-    const bare = new Hono<AppEnv>()
-    bare.post('/v1/models/:model/predict', enrich({ store: new CachedFeatureStore(backing.store), specFor }), (c) => c.text('ok'))
-    bare.onError(onError)
-    const res = await bare.request('/v1/models/credit-risk/predict', { method: 'POST', body: '{}' })
-    expect(res.status).toBe(500)
-  })
 })

@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs'
-import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv, Bindings } from '../../../../edge/env.ts'
 import { featureKey } from '../../../../edge/pipeline/enrich/feature-store.ts'
 import { MemoryFeatureStore } from '../../../../edge/pipeline/enrich/memory-store.ts'
-import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-store.ts'
-import { DEFAULT_FEATURE_SEED, featureStoreResolver, featureTimeoutMs } from '../../../../edge/pipeline/enrich/resolve-store.ts'
-import { UpstashFeatureStore } from '../../../../edge/pipeline/enrich/upstash-store.ts'
+import { DEFAULT_FEATURE_SEED } from '../../../../edge/pipeline/enrich/memory-store.ts'
 import { convertStored } from '../../../../edge/pipeline/enrich/convert.ts'
 import { creditRisk } from '../validate/fixtures.ts'
 
@@ -51,51 +47,5 @@ describe('edge/pipeline/enrich/demo-seed.json (the embedded default)', () => {
       const hash = (await store.read('user', id))!
       for (const f of entityFeatures) expect(convertStored(f, hash[f.name]), `${id}.${f.name}`).toBeDefined()
     }
-  })
-})
-
-describe('featureStoreResolver', () => {
-  const resolveWith = async (resolve: ReturnType<typeof featureStoreResolver>, env: Partial<Bindings>) => {
-    const app = new Hono<AppEnv>()
-    let store: CachedFeatureStore | undefined
-    app.get('/', (c) => {
-      store = resolve(c)
-      return c.text('ok')
-    })
-    await app.request('/', {}, env)
-    return store!
-  }
-
-  it('builds one cached store per isolate and configuration: memory without Upstash credentials', async () => {
-    const built: string[] = []
-    const resolve = featureStoreResolver(undefined, {
-      storeFor: (env, seed) => {
-        const store = env.UPSTASH_REDIS_REST_URL && env.UPSTASH_REDIS_REST_TOKEN ? new UpstashFeatureStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) : new MemoryFeatureStore(seed)
-        built.push(store.constructor.name)
-        return store
-      },
-    })
-    const a = await resolveWith(resolve, {})
-    const b = await resolveWith(resolve, {})
-    expect(a).toBe(b)
-    expect(await a.read('user', 'u-1')).toMatchObject({ source: 'store', found: true, values: { account_age_months: '48' } })
-    const upstash = await resolveWith(resolve, { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_TOKEN: 't' })
-    expect(upstash).not.toBe(a)
-    expect(await resolveWith(resolve, { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1' })).not.toBe(upstash) // a URL alone is not enough
-    expect(built).toEqual(['MemoryFeatureStore', 'UpstashFeatureStore', 'MemoryFeatureStore'])
-  })
-
-  it('uses the given seed', async () => {
-    const store = await resolveWith(featureStoreResolver({ user: { 'x-1': { num_products: 7 } } }), {})
-    expect(await store.read('user', 'x-1')).toMatchObject({ values: { num_products: '7' } })
-    expect(await store.read('user', 'u-1')).toMatchObject({ found: false, degraded: false })
-  })
-
-  it('reads the time budget from FEATURE_TIMEOUT_MS (default 25 ms)', () => {
-    expect(featureTimeoutMs({})).toBe(25)
-    expect(featureTimeoutMs(undefined)).toBe(25)
-    expect(featureTimeoutMs({ FEATURE_TIMEOUT_MS: '40' })).toBe(40)
-    expect(featureTimeoutMs({ FEATURE_TIMEOUT_MS: ' 7.5 ' })).toBe(7.5)
-    for (const bad of ['', '0', '-5', 'abc', 'Infinity']) expect(featureTimeoutMs({ FEATURE_TIMEOUT_MS: bad }), bad).toBe(25)
   })
 })

@@ -7,12 +7,14 @@ import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-stor
 import { UpstashFeatureStore } from '../../../../edge/pipeline/enrich/upstash-store.ts'
 import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
 import { enrich, FEATURES_DEGRADED_HEADER } from '../../../../edge/pipeline/enrich/index.ts'
-import { normalize, type SpecFor } from '../../../../edge/pipeline/normalize/index.ts'
+import { normalize } from '../../../../edge/pipeline/normalize/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { validate } from '../../../../edge/pipeline/validate/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { startRedisServer, type RedisServer } from '../../../infra/support/redis-server.ts'
 import { applicant, creditRisk } from '../validate/fixtures.ts'
+import { givenIsolate, givenModels } from '../../support/isolate.ts'
+import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { manualClock } from './support.ts'
 
 const TOKEN = 'feature-store-test-token-0123456789'
@@ -67,7 +69,6 @@ describe('UpstashFeatureStore against a real redis-server through the Upstash ad
 })
 
 describe('enrichment through the real store while redis-server goes away', () => {
-  const specFor: SpecFor = async () => creditRisk
   const clock = manualClock()
   const breaker = new CircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000, now: clock.now })
   let cache: CachedFeatureStore
@@ -77,8 +78,8 @@ describe('enrichment through the real store while redis-server goes away', () =>
     // A generous budget: this machine may be busy; the timeout path has its own test (SIGSTOP).
     cache = new CachedFeatureStore(new UpstashFeatureStore({ url: adapter.url, token: TOKEN }), { now: clock.now, ttlMs: 1_000, breaker, timeoutMs: 5_000 })
     app = new Hono<AppEnv>()
-    app.use('*', requestId())
-    app.post('/v1/models/:model/predict', normalize({ specFor }), validate({ specFor }), enrich({ store: () => cache, specFor }), (c) =>
+    app.use('*', givenIsolate({ features: cache }), requestId(), requireJson())
+    app.post('/v1/models/:model/predict', givenModels({ 'credit-risk': creditRisk }), normalize(), validate(), enrich(), (c) =>
       c.json({ instances: c.get('predict').instances, degraded: c.get('featuresDegraded') }),
     )
     app.onError(onError)

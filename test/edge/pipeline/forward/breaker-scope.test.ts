@@ -108,8 +108,7 @@ describe('predict with a failing shadow, through the real backend', () => {
       salt: 'shadow-scope', arms: [{ variant: 'stable', version: 2, weight: 100 }], pinnable: [1], shadow: { version: 1, percent: 100 },
     })
     const app = createApp({
-      keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 10_000 }]),
-      services: () => ({ transport, catalog: new ModelCatalog({ transport }), rollouts }),
+      parts: { keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 10_000 }]), transport, catalog: new ModelCatalog({ transport }), rollouts },
     })
     const background: Promise<unknown>[] = []
     const executionCtx = { waitUntil: (p: Promise<unknown>) => void background.push(p), passThroughOnException: () => {}, props: {} }

@@ -38,7 +38,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
   key = generateApiKey('test')
   const entry: KeyEntry = { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }
-  app = createApp({ keys: new SlowKeyStore(new MemoryKeyStore([entry])) })
+  app = createApp({ parts: { keys: new SlowKeyStore(new MemoryKeyStore([entry])) } })
   env = { BACKEND_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, MAX_INSTANCES: '64' }
 })
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
-import { createServices } from '../../../../edge/isolate.ts'
+import { createIsolate } from '../../../../edge/isolate.ts'
 import { UpstashNormalizationMetrics, normalizationExposition } from '../../../../edge/pipeline/normalize/metrics.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
@@ -24,7 +24,7 @@ const instance = (i: number) => {
 const sloppy = (i: number) => ({ ...instance(i), age: String(instance(i).age), region: `\uFEFF ${instance(i).region} ` })
 
 const appWith = (env: Record<string, string>) => {
-  const app = createApp({ keys: store, log: () => {} })
+  const app = createApp({ parts: { keys: store }, log: () => {} })
   const predict = (key: string, body: unknown) =>
     app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-api-key': key } }, env)
   const metrics = (key = keys.ops) => app.request('/metrics', { headers: { 'x-api-key': key } }, env)
@@ -78,6 +78,6 @@ describe('input fixes counted per API key', () => {
     for (let i = 0; i < 100 && (await shared.totals()).web?.requests !== 2; i++) await new Promise((r) => setTimeout(r, 20))
     expect(await shared.totals()).toEqual({ web: { requests: 2, fixes: 6 } })
     expect(await (await second.metrics()).text()).toBe(normalizationExposition({ web: { requests: 2, fixes: 6 } }))
-    expect(createServices(env).normalization).toBeInstanceOf(UpstashNormalizationMetrics)
+    expect(createIsolate(env).normalization).toBeInstanceOf(UpstashNormalizationMetrics)
   })
 })

@@ -7,6 +7,7 @@ import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { rateLimit } from '../../../../edge/pipeline/rate-limit/index.ts'
 import { notFound, onError } from '../../../../edge/on-error.ts'
 import { Problem } from '../../../../edge/problem.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { SlidingWindowLimiter } from '../../../../edge/pipeline/rate-limit/sliding-window.ts'
 
 const MINUTE = 60_000
@@ -25,7 +26,7 @@ beforeAll(async () => {
 const setup = ({ windowMs }: { windowMs?: number } = {}) => {
   const time = { now: T0 }
   const app = new Hono<AppEnv>()
-  app.use('/v1/*', auth({ store }), rateLimit({ limiter: new SlidingWindowLimiter({ now: () => time.now }), windowMs }))
+  app.use('/v1/*', givenIsolate({ keys: store, limiter: new SlidingWindowLimiter({ now: () => time.now }) }), auth(), rateLimit({ windowMs }))
   app.get('/v1/ping', (c) => c.json({ ok: true }))
   app.get('/v1/invalid', () => {
     throw new Problem(400, 'Bad Request', 'refused downstream')
@@ -129,7 +130,7 @@ describe('rateLimit middleware', () => {
 
   it('fails as an internal error when auth did not run first', async () => {
     const app = new Hono<AppEnv>()
-    app.use('*', rateLimit({ limiter: new SlidingWindowLimiter() }))
+    app.use('*', givenIsolate(), rateLimit())
     app.get('/', (c) => c.text('unreachable'))
     app.onError(onError)
     const errors: unknown[] = []

@@ -7,11 +7,12 @@ import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { Problem } from '../../../../edge/problem.ts'
+import { givenIsolate } from '../../support/isolate.ts'
 import { halfABody } from '../body/half-a-body.ts'
 
 const lines: Array<Record<string, unknown>> = []
 const app = new Hono<AppEnv>()
-app.use('*', requestId(), traceContext(), requestLog({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }))
+app.use('*', givenIsolate(), requestId(), traceContext(), requestLog({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }))
 app.post('/routed', (c) => {
   c.set('caller', { name: 'web', scopes: ['predict'], rateLimitPerMinute: 60 })
   c.set('model', { name: 'credit-risk' } as AppEnv['Variables']['model'])

@@ -43,11 +43,10 @@ beforeAll(async () => {
   rollouts = new MemoryRolloutStore()
   await rollouts.compareAndSet(MODEL, 0, rollout)
   app = createApp({
-    keys: new MemoryKeyStore([
+    parts: { keys: new MemoryKeyStore([
       { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
       { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
-    ]),
-    services: () => ({ transport: backend, catalog: new ModelCatalog({ transport: backend }), rollouts }),
+    ]), transport: backend, catalog: new ModelCatalog({ transport: backend }), rollouts },
     log: () => {},
   })
 })

@@ -63,7 +63,7 @@ afterAll(async () => {
 describe('tracing', () => {
   it('records a span per pipeline stage under the caller\'s trace and hands the edge span to the backend', async () => {
     const store = new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 100 }])
-    const app = createApp({ keys: store })
+    const app = createApp({ parts: { keys: store } })
     const traceId = '0af7651916cd43dd8448eb211c80319c'
     const { account_age_months: _a, num_products: _n, ...instance } = applicant(4)
     const res = await app.request('/v1/models/credit-risk/predict', {
@@ -77,7 +77,7 @@ describe('tracing', () => {
     expect(root.parentSpanId).toBe('b7ad6b7169203331')
     expect(root.attributes['http.response.status_code']).toBe(200)
     const stages = mine.filter((s) => s.parentSpanId === root.context.spanId).map((s) => s.name)
-    expect(stages).toEqual(['edge.auth', 'edge.rate_limit', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward'])
+    expect(stages).toEqual(['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward'])
     expect(mine.every((s) => s.ended)).toBe(true)
     await until(() => backend.logs.some((l) => l.msg === 'infer' && l.traceparent === `00-${traceId}-${root.context.spanId}-01`))
   })

@@ -2,12 +2,12 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
-import { stage } from '../../../../edge/pipeline/trace/spans.ts'
+import { traced } from '../../../../edge/pipeline/trace/spans.ts'
 
 // No tracer provider is registered in this file: the edge records no spans but still propagates.
 const app = new Hono<AppEnv>()
 app.use('*', traceContext())
-app.get('/', stage('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('otelContext') !== undefined })))
+app.get('/', traced('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('otelContext') !== undefined })))
 
 const get = async (traceparent?: string) => {
   const res = await app.request('/', traceparent ? { headers: { traceparent } } : {})

@@ -2,24 +2,20 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { FeatureSpec } from '../../../../shared/feature-spec.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
-import { type SpecFor, normalize } from '../../../../edge/pipeline/normalize/index.ts'
+import { normalize } from '../../../../edge/pipeline/normalize/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { validate } from '../../../../edge/pipeline/validate/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { Problem, type ProblemBody } from '../../../../edge/problem.ts'
 import { createSchemaCache } from '../../../../edge/pipeline/validate/compile-spec.ts'
+import { givenIsolate, givenModels } from '../../support/isolate.ts'
 import { applicant, creditRisk } from './fixtures.ts'
-
-const specFor: SpecFor = async (_c, model) => {
-  if (model !== 'credit-risk') throw new Problem(404, 'Not Found', `no model named "${model}"`)
-  return creditRisk
-}
 
 const makeApp = ({ maxInstances = 8, cache = createSchemaCache() } = {}) => {
   const app = new Hono<AppEnv>()
-  app.use('*', requestId(), requireJson())
-  app.post('/v1/models/:model/predict', normalize({ specFor }), validate({ specFor, maxInstances, cache }), (c) =>
+  app.use('*', givenIsolate({ validators: cache }, { MAX_INSTANCES: String(maxInstances) }), requestId(), requireJson())
+  app.post('/v1/models/:model/predict', givenModels({ 'credit-risk': creditRisk }), normalize(), validate(), (c) =>
     c.json({ predict: c.get('predict'), fixes: c.get('normalizedFixes') }),
   )
   app.onError(onError)
