@@ -6,6 +6,7 @@ import { driftRoutes } from './routes/drift.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inferRoutes } from './routes/infer.ts'
 import { metricsRoutes } from './routes/metrics.ts'
+import { inferAuth } from './middleware/bearer-auth.ts'
 import { modelRoutes } from './routes/models.ts'
 import { repositoryRoutes } from './routes/repository.ts'
 
@@ -19,6 +20,8 @@ const CLIENT_CLOSED_REQUEST = 499
 export const createApp = (deps: BackendDeps) => {
   const { logger } = deps
   const app = new Hono<BackendEnv>()
+  // Probes stay open for the orchestrator; the repository API has its own token.
+  app.use('/v2/*', inferAuth({ token: deps.settings.INFER_TOKEN, open: (path) => path.startsWith('/v2/health/') || path.startsWith('/v2/repository/') }))
   app.route('/', healthRoutes(deps))
   app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))

@@ -14,6 +14,8 @@ export const settingsSchema = z.object({
   MODEL_REPOSITORY: z.string().default('./models'),
   /** Bearer token for the repository API; unset disables it. */
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  /** Bearer token the edge sends on infer and metadata calls; unset leaves them open (health and /metrics always are). */
+  INFER_TOKEN: z.string().min(16, 'INFER_TOKEN must be at least 16 characters').optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   /** Estimated resident size of loaded models beyond which the least recently used is unloaded. */
   MODEL_MEMORY_BUDGET_MB: intFromEnv(2048, 1),

@@ -25,6 +25,8 @@ export interface Bindings {
   MAX_INSTANCES?: string
   /** Secret: JSON array of API key entries (hashes only). */
   API_KEYS?: string
+  /** Secret: the backend's `INFER_TOKEN`, sent on every call to it; unset sends none. */
+  INFER_TOKEN?: string
   /** Upstash Redis REST endpoint and token (secrets); unset uses the in-isolate defaults. */
   UPSTASH_REDIS_REST_URL?: string
   UPSTASH_REDIS_REST_TOKEN?: string

@@ -141,7 +141,7 @@ const keysFrom = (env: Bindings, shared: KeyStore | undefined): KeyStore => {
 /** The composition root: one isolate's parts, from its bindings, with `parts` taking the place of any built one. */
 export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEED, ...parts }: IsolateParts = {}): Isolate => {
   const settings = settingsFrom(env)
-  const http = env.BACKEND_URL ? new HttpTransport({ baseUrl: env.BACKEND_URL }) : undefined
+  const http = env.BACKEND_URL ? new HttpTransport({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined
   const lambda = parts.transport ? undefined : lambdaTransportFrom(env)
   // With a fallback, each answer says which tier served it (parameters.served_by).
   const transport = parts.transport ?? (http && lambda ? new FallbackTransport(http, lambda) : (http ?? noBackend))
@@ -151,7 +151,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     ? new UpstashFeatureStore({ url: env.UPSTASH_REDIS_REST_URL!, token: env.UPSTASH_REDIS_REST_TOKEN! })
     : new MemoryFeatureStore(featureSeed)
   // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
-  const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL }) : undefined)
+  const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   return {
     settings,
     transport,

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 import { badRequest } from '../errors.ts'
-import { adminAuth } from '../middleware/admin-auth.ts'
+import { adminAuth } from '../middleware/bearer-auth.ts'
 import { requireJson } from '../middleware/require-json.ts'
 
 /** The repository extension: index, load, unload (admin token). */

@@ -6,6 +6,8 @@ import type { ArmWindow, MonitorSource } from './monitor-source.ts'
 
 export interface BackendMonitorOptions {
   baseUrl: string
+  /** The backend's `INFER_TOKEN`, sent as a bearer token. */
+  token?: string
   /** Per report; the controller has a minute and several models to look at. */
   timeoutMs?: number
   fetch?: typeof fetch
@@ -18,12 +20,14 @@ export interface BackendMonitorOptions {
  */
 export class BackendMonitor implements MonitorSource {
   private readonly baseUrl: string
+  private readonly authorization: Record<string, string>
   private readonly timeoutMs: number
   private readonly fetcher: typeof fetch
 
   // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
-  constructor({ baseUrl, timeoutMs = 5_000, fetch: fetcher = (input, init) => fetch(input, init) }: BackendMonitorOptions) {
+  constructor({ baseUrl, token, timeoutMs = 5_000, fetch: fetcher = (input, init) => fetch(input, init) }: BackendMonitorOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
+    this.authorization = token ? { authorization: `Bearer ${token}` } : {}
     this.timeoutMs = timeoutMs
     this.fetcher = fetcher
   }
@@ -33,7 +37,7 @@ export class BackendMonitor implements MonitorSource {
     const url = `${this.baseUrl}/v2/models/${encodeURIComponent(model)}/versions/${version}/drift?window=${encodeURIComponent(window)}`
     let res: Response
     try {
-      res = await this.fetcher(url, { headers: { [HEADERS.requestId]: requestId }, signal: AbortSignal.timeout(this.timeoutMs) })
+      res = await this.fetcher(url, { headers: { [HEADERS.requestId]: requestId, ...this.authorization }, signal: AbortSignal.timeout(this.timeoutMs) })
     } catch (err) {
       throw new Problem(503, 'Service Unavailable', `the inference tier's monitor did not answer: ${err instanceof Error ? err.message : String(err)}`, {
         slug: 'monitor-unavailable',

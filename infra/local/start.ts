@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -98,6 +98,8 @@ const main = async () => {
   await assertPortFree(BACKEND_PORT, 'BACKEND_PORT')
   await assertPortFree(EDGE_PORT, 'EDGE_PORT')
   const key = generateApiKey('local')
+  // The local stack authenticates the edge to its backend as production does.
+  const inferToken = randomBytes(24).toString('base64url')
   const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 6_000 }
   const redis = process.env.REDIS_URL ? await startRedisAdapter(process.env.REDIS_URL) : undefined
   // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
@@ -106,13 +108,14 @@ const main = async () => {
   writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify([entry])}'\n`)
   const vars: Record<string, string> = {
     BACKEND_URL,
+    INFER_TOKEN: inferToken,
     ALLOWED_ORIGINS: 'http://127.0.0.1:5173,http://localhost:5173',
     ...(redis && { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: redis.token }),
     ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('CONTROLLER_') && e[0] !== 'CONTROLLER_TICK_S' && e[1] !== undefined)),
   }
 
   const instanceId = randomUUID()
-  const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
+  const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, INFER_TOKEN: inferToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
   process.stdout.write(`[backend] pid ${backend.pid}\n`)
   await confirmBackend(BACKEND_URL, instanceId, { cancelled: () => stopping })
   const edge = start('edge', process.execPath, [

@@ -29,6 +29,7 @@ const BINDING_SOURCES = {
   AWS_ACCESS_KEY_ID: 'optional secret',
   AWS_SECRET_ACCESS_KEY: 'optional secret',
   ALERT_WEBHOOK_URL: 'optional secret',
+  INFER_TOKEN: 'optional secret',
   LAMBDA_ENDPOINT: 'local only',
   CONTROLLER_STEPS: 'override of a default in code',
   REDIS_TIMEOUT_MS: 'override of a default in code',

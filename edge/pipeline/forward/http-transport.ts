@@ -7,6 +7,8 @@ import type { BackendAnswer, BackendModelMetadata, InferCall, ProtocolReader, Tr
 
 export interface HttpTransportOptions {
   baseUrl: string
+  /** The backend's `INFER_TOKEN`, sent as a bearer token on every call. */
+  token?: string
   /** Extra attempts after a connection failure or a 503, while the deadline allows. */
   retries?: number
   /**
@@ -53,6 +55,9 @@ export const tierRefusal = (tier: string, status: number, message: string, retry
   return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
 }
 
+/** The backend does not accept this edge's token (INFER_TOKEN): a configuration fault no retry cures. */
+const notAuthorized = (status: number, message: string): Problem => tierRefusal('inference tier', status, message)
+
 /** The protocol's `{"error": "..."}` of a parsed body, else the status. */
 const errorOf = (body: unknown, status: number): string => (isRecord(body) && typeof body.error === 'string' ? body.error : `status ${status}`)
 
@@ -70,14 +75,16 @@ export const backendError = async (res: Response): Promise<string> => errorOf(aw
 export class HttpTransport implements Transport, ProtocolReader {
   readonly name = 'http'
   private readonly baseUrl: string
+  private readonly authorization: Record<string, string>
   private readonly retries: number
   private readonly breakers: CircuitBreakers
   private readonly fetcher: typeof fetch
   private readonly now: () => number
 
   // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
-  constructor({ baseUrl, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
+  constructor({ baseUrl, token, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
+    this.authorization = token ? { authorization: `Bearer ${token}` } : {}
     this.retries = retries
     this.breakers = breakers
     this.fetcher = fetcher
@@ -101,12 +108,14 @@ export class HttpTransport implements Transport, ProtocolReader {
   async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
     const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
+    if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     return (await res.json()) as BackendModelMetadata
   }
 
   async models(requestId: string): Promise<string[]> {
     const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
+    if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
@@ -159,7 +168,7 @@ export class HttpTransport implements Transport, ProtocolReader {
   private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
     let res: Response
     try {
-      res = await this.fetcher(url, { ...outgoing, headers: { ...headers, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
+      res = await this.fetcher(url, { ...outgoing, headers: { ...headers, ...this.authorization, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
     } catch (err) {
       breaker.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
