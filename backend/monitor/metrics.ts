@@ -81,8 +81,9 @@ export const createMetrics = (queue: QueueDepthSource) => {
         for (const r of await driftReports()) this.set({ model: r.model, version: String(r.version) }, VERDICT_VALUE[r.dataset.verdict])
       },
     }),
-    queueDepthTotal: new Gauge({
-      name: `${PREFIX}queue_depth_rows_total`,
+    // A gauge may not end in _total (promtool); this one keeps a series at 0 when no version is loaded.
+    queueDepthAll: new Gauge({
+      name: `${PREFIX}queue_depth_all_rows`,
       help: 'Rows waiting plus running over all models',
       registers: [registry],
       collect() {

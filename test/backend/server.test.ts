@@ -119,7 +119,7 @@ describe('inference', () => {
     const text = await (await fetch(`${url}/metrics`)).text()
     expect(text).toMatch(/edge_infer_backend_requests_total\{model="credit-risk",version="2",status="200"\} [1-9]/)
     expect(text).toMatch(/edge_infer_backend_queue_depth_rows\{model="credit-risk",version="2"\} 0/)
-    expect(text).toMatch(/edge_infer_backend_queue_depth_rows_total 0/)
+    expect(text).toMatch(/edge_infer_backend_queue_depth_all_rows 0/)
     expect(text).toMatch(/edge_infer_backend_execution_provider_info\{model="credit-risk",version="2",provider="cpu"\} 1/)
     expect(text).toMatch(/edge_infer_backend_batches_total\{model="credit-risk",version="2",reason="(full|delay|preferred)"\}/)
     expect(text).toMatch(/edge_infer_backend_model_load_duration_seconds_count\{model="credit-risk",version="1"\} 1/)

@@ -7,7 +7,10 @@ import { DEMO_REPOSITORY, createFixtureRepository } from './support/fixture-repo
 
 const depth = async (url: string) => {
   const text = await (await fetch(`${url}/metrics`)).text()
-  return Number(/edge_infer_backend_queue_depth_rows_total (\d+)/.exec(text)?.[1] ?? 0)
+  const match = /^edge_infer_backend_queue_depth_all_rows (\d+)$/m.exec(text)
+  // A renamed or missing gauge must fail here, not read as an empty queue.
+  if (!match) throw new Error('edge_infer_backend_queue_depth_all_rows is not in /metrics')
+  return Number(match[1])
 }
 
 describe('graceful shutdown', () => {

@@ -1,0 +1,161 @@
+import { readFile, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { parseAllDocuments } from 'yaml'
+import { describe, expect, it } from 'vitest'
+import { settingsSchema } from '../../../backend/settings.ts'
+import { queueDepthQuery } from '../../../infra/k8s/autoscaling.ts'
+import { terminationGraceSeconds } from '../../../infra/k8s/backend.ts'
+import { LIVE_PATH, QUEUE_DEPTH_METRIC, READY_PATH, defaultConfig } from '../../../infra/k8s/config.ts'
+import { RENDERED_DIR, manifests, render } from '../../../infra/k8s/render.ts'
+import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
+
+type Obj = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } }
+
+/** What a cluster would receive: the committed files, parsed. */
+const committed = async (): Promise<Obj[]> => {
+  const files = (await readdir(RENDERED_DIR)).filter((f) => f.endsWith('.yaml')).sort()
+  const docs = await Promise.all(files.map(async (f) => parseAllDocuments(await readFile(join(RENDERED_DIR, f), 'utf8')).map((d) => d.toJS() as Obj)))
+  return docs.flat()
+}
+
+const one = (objects: Obj[], kind: string, where: (o: Obj) => boolean = () => true): Obj => {
+  const found = objects.filter((o) => o.kind === kind && where(o))
+  expect(found, kind).toHaveLength(1)
+  return found[0]!
+}
+
+// Narrow views of the fields the cross-checks read.
+interface PodSpecView {
+  containers: Array<{
+    name: string
+    ports: Array<{ name: string; containerPort: number }>
+    env: Array<{ name: string; value?: string }>
+    resources: { requests: Record<string, string>; limits: Record<string, string> }
+    startupProbe: { httpGet: { path: string; port: string } }
+    readinessProbe: { httpGet: { path: string; port: string } }
+    livenessProbe: { httpGet: { path: string; port: string } }
+    lifecycle: { preStop: { sleep: { seconds: number } } }
+    securityContext: Record<string, unknown>
+  }>
+  initContainers: Array<{ env: Array<{ name: string; value?: string }>; securityContext: Record<string, unknown> }>
+  terminationGracePeriodSeconds: number
+  nodeSelector?: Record<string, string>
+  tolerations?: unknown[]
+  topologySpreadConstraints: Array<{ labelSelector: { matchLabels: Record<string, string> } }>
+}
+interface DeploymentView { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpecView } } }
+
+const deployments = (objects: Obj[]) => objects.filter((o) => o.kind === 'Deployment') as unknown as DeploymentView[]
+const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v)
+const defaults = settingsSchema.parse({})
+
+describe('infra/k8s rendering', () => {
+  it('is deterministic and the committed YAML is a fresh render (run `npm run infra:render`)', async () => {
+    expect(render()).toEqual(render())
+    const fresh = render()
+    const files = (await readdir(RENDERED_DIR)).filter((f) => f.endsWith('.yaml')).sort()
+    expect(files).toEqual(Object.keys(fresh).sort())
+    for (const [file, text] of Object.entries(fresh)) expect(await readFile(join(RENDERED_DIR, file), 'utf8'), file).toBe(text)
+  })
+
+  it('every object passes its model schema validation', () => {
+    const all = Object.values(manifests()).flat()
+    expect(all.length).toBeGreaterThanOrEqual(10)
+    for (const o of all) expect(() => o.validate()).not.toThrow()
+  })
+
+  it('the validation is real: a wrongly typed port is refused', () => {
+    const [svc] = manifests()['base.yaml'].filter((o) => (o as unknown as Obj).kind === 'Service')
+    const broken = svc as unknown as { spec: { ports: Array<{ port: unknown }> }; validate(): void }
+    broken.spec.ports[0]!.port = 'eight thousand'
+    expect(() => broken.validate()).toThrow(/port/)
+  })
+})
+
+describe('infra/k8s cross-references (committed YAML)', () => {
+  it('Service, PDB, NetworkPolicy, ServiceMonitor and spread constraints select the pods of both Deployments', async () => {
+    const objects = await committed()
+    const ds = deployments(objects)
+    expect(ds.map((d) => d.metadata.labels?.['edge-infer/variant']).sort()).toEqual(['cpu', 'gpu'])
+    const svc = one(objects, 'Service') as unknown as { metadata: Obj['metadata']; spec: { selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: string }> } }
+    const pdb = one(objects, 'PodDisruptionBudget') as unknown as { spec: { selector: { matchLabels: Record<string, string> } } }
+    const netpol = one(objects, 'NetworkPolicy') as unknown as { spec: { podSelector: { matchLabels: Record<string, string> } } }
+    const sm = one(objects, 'ServiceMonitor') as unknown as { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; namespaceSelector: { matchNames: string[] }; endpoints: Array<{ port: string; path: string }> } }
+    for (const d of ds) {
+      const podLabels = d.spec.template.metadata.labels
+      expect(matches(d.spec.selector.matchLabels, podLabels)).toBe(true)
+      expect(matches(svc.spec.selector, podLabels)).toBe(true)
+      expect(matches(pdb.spec.selector.matchLabels, podLabels)).toBe(true)
+      expect(matches(netpol.spec.podSelector.matchLabels, podLabels)).toBe(true)
+      for (const t of d.spec.template.spec.topologySpreadConstraints) expect(matches(t.labelSelector.matchLabels, podLabels)).toBe(true)
+      const portNames = d.spec.template.spec.containers[0]!.ports.map((p) => p.name)
+      expect(portNames).toContain(svc.spec.ports[0]!.targetPort)
+    }
+    expect(matches(sm.spec.selector.matchLabels, svc.metadata.labels ?? {})).toBe(true)
+    expect(sm.spec.namespaceSelector.matchNames).toEqual([svc.metadata.namespace])
+    expect(svc.spec.ports.map((p) => p.name)).toContain(sm.spec.endpoints[0]!.port)
+    expect(sm.spec.endpoints[0]!.path).toBe('/metrics')
+  })
+
+  it('ports, probe paths and the grace period follow the settings schema', async () => {
+    for (const d of deployments(await committed())) {
+      const pod = d.spec.template.spec
+      const server = pod.containers[0]!
+      const env = Object.fromEntries(server.env.map((e) => [e.name, e.value]))
+      expect(server.ports).toEqual([expect.objectContaining({ name: 'http', containerPort: defaults.PORT })])
+      expect(env).toMatchObject({ PORT: String(defaults.PORT), HOST: '0.0.0.0', MODEL_REPOSITORY: '/models', SHUTDOWN_GRACE_MS: String(defaults.SHUTDOWN_GRACE_MS) })
+      expect(settingsSchema.safeParse({ ...env, INFER_TOKEN: 'x'.repeat(16) }).success).toBe(true)
+      expect(server.startupProbe.httpGet).toEqual({ path: READY_PATH, port: 'http' })
+      expect(server.readinessProbe.httpGet).toEqual({ path: READY_PATH, port: 'http' })
+      expect(server.livenessProbe.httpGet).toEqual({ path: LIVE_PATH, port: 'http' })
+      const sleep = server.lifecycle.preStop.sleep.seconds
+      expect(sleep).toBeGreaterThan(0)
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(sleep + defaults.SHUTDOWN_GRACE_MS / 1000)
+      expect(pod.terminationGracePeriodSeconds).toBe(terminationGraceSeconds(defaultConfig))
+      const init = Object.fromEntries(pod.initContainers[0]!.env.map((e) => [e.name, e.value]))
+      expect(init).toEqual({ MODEL_SOURCE: expect.stringMatching(/^s3:\/\/.+\/.+/), MODEL_REPOSITORY: '/models' })
+      for (const sc of [server.securityContext, pod.initContainers[0]!.securityContext]) {
+        expect(sc).toMatchObject({ runAsNonRoot: true, runAsUser: expect.any(Number), readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } })
+        expect(sc.runAsUser).toBeGreaterThan(0)
+      }
+    }
+  })
+
+  it('only the GPU Deployment asks for a GPU and lands on the GPU pool', async () => {
+    const ds = deployments(await committed())
+    const byVariant = Object.fromEntries(ds.map((d) => [d.metadata.labels?.['edge-infer/variant'], d.spec.template.spec]))
+    const g = byVariant.gpu!
+    const c = byVariant.cpu!
+    expect(g.containers[0]!.resources.limits['nvidia.com/gpu']).toBe('1')
+    expect(g.containers[0]!.resources.requests['nvidia.com/gpu']).toBe('1')
+    expect(g.nodeSelector).toEqual(defaultConfig.gpuNodeSelector)
+    expect(g.tolerations).toEqual([expect.objectContaining({ key: defaultConfig.gpuTaintKey, effect: 'NoSchedule' })])
+    expect(c.containers[0]!.resources.limits['nvidia.com/gpu']).toBeUndefined()
+    expect(c.nodeSelector).toBeUndefined()
+    for (const pod of [g, c]) expect(pod.containers[0]!.resources.requests.memory).toBe(pod.containers[0]!.resources.limits.memory)
+  })
+
+  it('KEDA and the HPA scale the Deployment on the summed queue-depth gauge with the per-replica target', async () => {
+    const objects = await committed()
+    const name = deployments(objects)[0]!.metadata.name
+    const so = one(objects, 'ScaledObject') as unknown as {
+      spec: {
+        scaleTargetRef: { kind: string; name: string }; minReplicaCount: number; fallback: { replicas: number }
+        advanced: { horizontalPodAutoscalerConfig: { behavior: { scaleUp: { stabilizationWindowSeconds: number }; scaleDown: { stabilizationWindowSeconds: number } } } }
+        triggers: Array<{ type: string; metadata: { query: string; threshold: string } }>
+      }
+    }
+    expect(so.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name })
+    expect(so.spec.minReplicaCount).toBeGreaterThanOrEqual(1)
+    expect(so.spec.fallback.replicas).toBeGreaterThanOrEqual(so.spec.minReplicaCount)
+    expect(so.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleUp.stabilizationWindowSeconds).toBe(0)
+    expect(so.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds).toBe(300)
+    const [trigger] = so.spec.triggers
+    expect(trigger).toMatchObject({ type: 'prometheus', metadata: { query: queueDepthQuery(defaultConfig), threshold: String(TARGET_ROWS_PER_REPLICA) } })
+    expect(trigger!.metadata.query).toMatch(new RegExp(`^sum\\(${QUEUE_DEPTH_METRIC}\\{`))
+    expect(TARGET_ROWS_PER_REPLICA).toBeGreaterThan(0)
+    const hpa = one(objects, 'HorizontalPodAutoscaler') as unknown as { spec: { scaleTargetRef: { name: string }; metrics: Array<{ pods: { metric: { name: string }; target: { averageValue: string } } }> } }
+    expect(hpa.spec.scaleTargetRef.name).toBe(name)
+    expect(hpa.spec.metrics[0]!.pods).toEqual({ metric: { name: QUEUE_DEPTH_METRIC }, target: { type: 'AverageValue', averageValue: String(TARGET_ROWS_PER_REPLICA) } })
+  })
+})
