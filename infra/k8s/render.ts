@@ -6,12 +6,14 @@ import { stringify } from 'yaml'
 import { horizontalPodAutoscaler, scaledObject } from './autoscaling.ts'
 import { deployment, namespace, networkPolicy, podDisruptionBudget, service, serviceAccount, serviceMonitor } from './backend.ts'
 import { defaultConfig, type ClusterConfig } from './config.ts'
+import { tunnelDeployment, tunnelNamespace } from './tunnel.ts'
 
 export const RENDERED_DIR = fileURLToPath(new URL('./rendered/', import.meta.url))
 
 /**
  * One file per thing to apply: base.yaml always, one of the deployments, one of the autoscalers
- * (KEDA and a plain HPA on the same Deployment would fight over its replica count).
+ * (KEDA and a plain HPA on the same Deployment would fight over its replica count), and
+ * tunnel.yaml where the Worker reaches the backend through a Cloudflare Tunnel.
  */
 export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Array<Model<unknown>>> => ({
   'base.yaml': [namespace(c), serviceAccount(c), service(c), podDisruptionBudget(c), networkPolicy(c), serviceMonitor(c)],
@@ -19,6 +21,7 @@ export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Arra
   'deployment-cpu.yaml': [deployment(c, 'cpu')],
   'autoscaling-keda.yaml': [scaledObject(c)],
   'autoscaling-hpa.yaml': [horizontalPodAutoscaler(c)],
+  'tunnel.yaml': [tunnelNamespace(c), tunnelDeployment(c)],
 })
 
 const HEADER = '# Rendered by `npm run infra:render` from infra/k8s/*.ts: edit those, not this file.\n'

@@ -8,6 +8,7 @@ import { terminationGraceSeconds } from '../../../infra/k8s/backend.ts'
 import { LIVE_PATH, QUEUE_DEPTH_METRIC, READY_PATH, defaultConfig } from '../../../infra/k8s/config.ts'
 import { RENDERED_DIR, manifests, render } from '../../../infra/k8s/render.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
+import { tunnelOrigin } from '../../../infra/k8s/tunnel.ts'
 
 type Obj = Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } }
 
@@ -45,7 +46,8 @@ interface PodSpecView {
 }
 interface DeploymentView { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpecView } } }
 
-const deployments = (objects: Obj[]) => objects.filter((o) => o.kind === 'Deployment') as unknown as DeploymentView[]
+/** The backend's Deployments (the tunnel's has its own test). */
+const deployments = (objects: Obj[]) => objects.filter((o) => o.kind === 'Deployment' && o.metadata.namespace === defaultConfig.namespace) as unknown as DeploymentView[]
 const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v)
 const defaults = settingsSchema.parse({})
 
@@ -157,5 +159,20 @@ describe('infra/k8s cross-references (committed YAML)', () => {
     const hpa = one(objects, 'HorizontalPodAutoscaler') as unknown as { spec: { scaleTargetRef: { name: string }; metrics: Array<{ pods: { metric: { name: string }; target: { averageValue: string } } }> } }
     expect(hpa.spec.scaleTargetRef.name).toBe(name)
     expect(hpa.spec.metrics[0]!.pods).toEqual({ metric: { name: QUEUE_DEPTH_METRIC }, target: { type: 'AverageValue', averageValue: String(TARGET_ROWS_PER_REPLICA) } })
+  })
+
+  it('the tunnel runs in the namespace the backend NetworkPolicy admits, and points at the backend Service', async () => {
+    const objects = await committed()
+    const tunnel = one(objects, 'Deployment', (o) => o.metadata.name === 'cloudflared') as unknown as Obj & { spec: { template: { spec: PodSpecView & { containers: Array<{ image: string; args: string[]; env: Array<{ name: string }> }> } } } }
+    const policy = one(objects, 'NetworkPolicy') as unknown as { spec: { ingress: Array<{ from: Array<{ namespaceSelector?: { matchLabels: Record<string, string> } }> }> } }
+    const admitted = policy.spec.ingress.flatMap((rule) => rule.from).map((peer) => peer.namespaceSelector?.matchLabels['kubernetes.io/metadata.name'])
+    expect(admitted).toContain(tunnel.metadata.namespace)
+    one(objects, 'Namespace', (o) => o.metadata.name === tunnel.metadata.namespace)
+    const [container] = tunnel.spec.template.spec.containers
+    expect(container!.image).toMatch(/^cloudflare\/cloudflared:\d{4}\.\d+\.\d+$/)
+    expect(container!.args).toContain('--no-autoupdate')
+    expect(container!.env.map((e) => e.name)).toEqual(['TUNNEL_TOKEN'])
+    const svc = one(objects, 'Service') as unknown as Obj & { spec: { ports: Array<{ port: number }> } }
+    expect(tunnelOrigin(defaultConfig)).toBe(`http://${svc.metadata.name}.${svc.metadata.namespace}.svc.cluster.local:${svc.spec.ports[0]!.port}`)
   })
 })
