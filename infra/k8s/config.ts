@@ -9,7 +9,7 @@ export interface ClusterConfig {
   version: string
   /** s3://bucket/prefix the init container fetches the model repository from. */
   modelSource: string
-  /** Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for R2 or MinIO) for the fetch. */
+  /** Secret with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and S3_ENDPOINT, AWS_REGION for R2 or MinIO) for the fetch (backend/repository/fetch.ts). */
   modelSourceSecret: string
   gpuNodeSelector: Record<string, string>
   gpuTaintKey: string
