@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Aws, CfnOutput, Duration, IgnoreMode, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib'
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import * as lambda from 'aws-cdk-lib/aws-lambda'
+import * as logs from 'aws-cdk-lib/aws-logs'
+import type { Construct } from 'constructs'
+import type { LogLevel } from '../../backend/logger.ts'
+import type { Settings } from '../../backend/settings.ts'
+
+/** The repository root: the image's build context (the Dockerfile builds `dist/` from the sources). */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+export const DOCKERFILE = 'infra/aws/Dockerfile.lambda'
+/** Where the image bakes the model repository (LAMBDA_TASK_ROOT of the Lambda base image). */
+export const IMAGE_MODEL_REPOSITORY = '/var/task/models'
+/** The edge invokes this alias, never $LATEST, so provisioned concurrency (on the alias) serves it. */
+export const ALIAS_NAME = 'live'
+
+/** The image's build context: only what the Dockerfile copies (the list docker build reads too). */
+export const DOCKERIGNORE = `${DOCKERFILE}.dockerignore`
+
+/** The patterns of DOCKERIGNORE; CDK's staging applies them after any root .dockerignore, so they decide. */
+export const assetExcludes = (root = REPO_ROOT): string[] =>
+  readFileSync(join(root, DOCKERIGNORE), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'))
+
+/**
+ * Sized from a cold start of the built handler measured locally (the image's layout: dist/,
+ * production node_modules, models/; a fresh Node 24 process importing dist/backend/lambda.js, then
+ * a first credit-risk invoke that verifies both versions' MANIFESTs, starts their sessions and
+ * warms them): 0.89 s median on one pinned x86-64 core (0.77–1.17 s, 9 runs), 133 MB peak RSS,
+ * warm invokes 1–5 ms. Memory is not the constraint; CPU is: Lambda gives one vCPU at 1,769 MB
+ * and proportionally less below, and when the HTTP tier has used its 75% the fallback gets 2.5 s
+ * of the edge's default 10 s deadline. 2,048 MB (~1.16 vCPU) keeps a cold start near that ~0.9 s.
+ */
+export const LAMBDA_TIER_DEFAULTS = {
+  memoryMb: 2048,
+  /** A cold start plus any one request finishes in ~1 s; the timeout only ends invocations that hang. */
+  timeoutSeconds: 30,
+  logRetentionDays: logs.RetentionDays.ONE_MONTH,
+  logLevel: 'info',
+  /** 0: no provisioned concurrency (cold starts are paid on the fallback path only). */
+  provisionedConcurrency: 0,
+} as const satisfies Partial<LambdaTierOptions>
+
+/** Left outside the model memory budget: Node, onnxruntime and tensors (133 MB measured in all, with two small models). */
+export const NON_MODEL_HEADROOM_MB = 512
+
+export interface LambdaTierOptions {
+  memoryMb: number
+  timeoutSeconds: number
+  logRetentionDays: logs.RetentionDays
+  logLevel: LogLevel
+  /** Instances kept initialised on the alias; 0 turns it off. */
+  provisionedConcurrency: number
+  /** Caps concurrent instances (and so cost and the account's shared pool); unset: no cap. */
+  reservedConcurrency?: number
+}
+
+export interface LambdaTierStackProps extends StackProps, Partial<LambdaTierOptions> {
+  /** Tests replace the image build context; deploys use the repository root. */
+  code?: lambda.DockerImageCode
+}
+
+/** The function environment: only names backend/settings.ts reads, so a typo fails the type check. */
+export type LambdaEnvironment = Partial<Record<keyof Settings, string>>
+
+/** The image's code asset: staged at synth (a directory copy), built by Docker only at deploy. */
+export const imageCode = (root = REPO_ROOT): lambda.DockerImageCode =>
+  lambda.DockerImageCode.fromImageAsset(root, {
+    file: DOCKERFILE,
+    exclude: assetExcludes(root),
+    ignoreMode: IgnoreMode.DOCKER,
+    // Matches `architecture` below: an ARM laptop must still build an x86-64 image.
+    platform: Platform.LINUX_AMD64,
+  })
+
+/**
+ * The CPU fallback tier: backend/lambda.ts `handler` in a container image (onnxruntime-node alone
+ * is over the 250 MB zip limit), models baked in, behind an alias the edge's IAM user may invoke
+ * and nothing else.
+ */
+export class LambdaTierStack extends Stack {
+  readonly fn: lambda.DockerImageFunction
+  readonly alias: lambda.Alias
+  readonly edgeUser: iam.User
+
+  constructor(scope: Construct, id: string, props: LambdaTierStackProps = {}) {
+    super(scope, id, props)
+    const options: LambdaTierOptions = {
+      memoryMb: props.memoryMb ?? LAMBDA_TIER_DEFAULTS.memoryMb,
+      timeoutSeconds: props.timeoutSeconds ?? LAMBDA_TIER_DEFAULTS.timeoutSeconds,
+      logRetentionDays: props.logRetentionDays ?? LAMBDA_TIER_DEFAULTS.logRetentionDays,
+      logLevel: props.logLevel ?? LAMBDA_TIER_DEFAULTS.logLevel,
+      provisionedConcurrency: props.provisionedConcurrency ?? LAMBDA_TIER_DEFAULTS.provisionedConcurrency,
+      reservedConcurrency: props.reservedConcurrency,
+    }
+    if (options.memoryMb - NON_MODEL_HEADROOM_MB < 128) {
+      throw new Error(`memoryMb ${options.memoryMb} leaves under 128 MB for models after ${NON_MODEL_HEADROOM_MB} MB of headroom`)
+    }
+
+    const logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: options.logRetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    })
+    // Its own role rather than AWSLambdaBasicExecutionRole, whose log rights cover every log group.
+    const role = new iam.Role(this, 'ExecutionRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'edge-infer Lambda tier: writes its own log group, nothing else',
+    })
+    logGroup.grantWrite(role)
+
+    const environment: LambdaEnvironment = {
+      MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY,
+      LOG_LEVEL: options.logLevel,
+      MODEL_MEMORY_BUDGET_MB: String(options.memoryMb - NON_MODEL_HEADROOM_MB),
+    }
+    this.fn = new lambda.DockerImageFunction(this, 'Function', {
+      code: props.code ?? imageCode(),
+      architecture: lambda.Architecture.X86_64,
+      memorySize: options.memoryMb,
+      timeout: Duration.seconds(options.timeoutSeconds),
+      role,
+      logGroup,
+      environment,
+      ...(options.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: options.reservedConcurrency }),
+      description: 'edge-infer CPU fallback tier (backend/lambda.ts handler)',
+    })
+
+    this.alias = new lambda.Alias(this, 'Alias', {
+      aliasName: ALIAS_NAME,
+      version: this.fn.currentVersion,
+      ...(options.provisionedConcurrency > 0 ? { provisionedConcurrentExecutions: options.provisionedConcurrency } : {}),
+    })
+
+    // The edge's identity. Workers have no AWS role to assume, so it is a user; its access key is
+    // made by the operator with the CLI (see the README) so the secret never enters CloudFormation.
+    this.edgeUser = new iam.User(this, 'EdgeInvoker')
+    new iam.Policy(this, 'EdgeInvokePolicy', {
+      users: [this.edgeUser],
+      statements: [new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.alias.functionArn] })],
+    })
+
+    new CfnOutput(this, 'LambdaFunction', { value: `${this.fn.functionName}:${ALIAS_NAME}`, description: 'wrangler secret LAMBDA_FUNCTION' })
+    new CfnOutput(this, 'LambdaRegion', { value: Aws.REGION, description: 'wrangler secret LAMBDA_REGION' })
+    new CfnOutput(this, 'EdgeUserName', { value: this.edgeUser.userName, description: 'aws iam create-access-key --user-name <this>' })
+  }
+}
+
