@@ -26,13 +26,9 @@ export const assetExcludes = (root = REPO_ROOT): string[] =>
   readFileSync(join(root, DOCKERIGNORE), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'))
 
 /**
- * Sized from a cold start of the built handler measured locally (the image's layout: dist/,
- * production node_modules, models/; a fresh Node 24 process importing dist/backend/lambda.js, then
- * a first credit-risk invoke that verifies both versions' MANIFESTs, starts their sessions and
- * warms them): 0.89 s median on one pinned x86-64 core (0.77–1.17 s, 9 runs), 133 MB peak RSS,
- * warm invokes 1–5 ms. Memory is not the constraint; CPU is: Lambda gives one vCPU at 1,769 MB
- * and proportionally less below, and when the HTTP tier has used its 75% the fallback gets 2.5 s
- * of the edge's default 10 s deadline. 2,048 MB (~1.16 vCPU) keeps a cold start near that ~0.9 s.
+ * Sized from a measured cold start of the built handler (README, "Lambda CPU tier"). Memory is not
+ * the constraint, CPU is: Lambda gives one vCPU at 1,769 MB and proportionally less below, and the
+ * fallback gets only what is left of the edge's deadline once the HTTP tier has used its share.
  */
 export const LAMBDA_TIER_DEFAULTS = {
   memoryMb: 2048,

@@ -81,8 +81,8 @@ const server = (c: ClusterConfig, variant: Variant): IContainer => {
       { name: 'INFER_TOKEN', valueFrom: { secretKeyRef: { name: `${c.name}-tokens`, key: 'INFER_TOKEN' } } },
       { name: 'ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: `${c.name}-tokens`, key: 'ADMIN_TOKEN', optional: true } } },
     ],
-    // One core: bench:backend's 226 CPU µs/req × 3,897 req/s ≈ 0.9 core (the JSON work is on the CPU
-    // with or without a GPU). Not limited: a throttled batcher adds latency and saves nothing.
+    // One core: the backend's CPU per request at its measured peak rate is about one core (the JSON
+    // work is on the CPU with or without a GPU). Not limited: a throttled batcher adds latency and saves nothing.
     resources: {
       requests: { cpu: '1', memory, ...(variant === 'gpu' ? { 'nvidia.com/gpu': '1' } : {}) },
       limits: { memory, ...(variant === 'gpu' ? { 'nvidia.com/gpu': '1' } : {}) },
