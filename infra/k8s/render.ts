@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Model } from '@kubernetes-models/base'
 import { stringify } from 'yaml'
+import { prometheusRule } from '../observability/prometheus-rule.ts'
 import { horizontalPodAutoscaler, scaledObject } from './autoscaling.ts'
 import { deployment, namespace, networkPolicy, podDisruptionBudget, service, serviceAccount, serviceMonitor } from './backend.ts'
 import { defaultConfig, type ClusterConfig } from './config.ts'
@@ -13,7 +14,8 @@ export const RENDERED_DIR = fileURLToPath(new URL('./rendered/', import.meta.url
 /**
  * One file per thing to apply: base.yaml always, one of the deployments, one of the autoscalers
  * (KEDA and a plain HPA on the same Deployment would fight over its replica count), and
- * tunnel.yaml where the Worker reaches the backend through a Cloudflare Tunnel.
+ * tunnel.yaml where the Worker reaches the backend through a Cloudflare Tunnel, and
+ * prometheus-rules.yaml where prometheus-operator runs the Prometheus (infra/observability).
  */
 export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Array<Model<unknown>>> => ({
   'base.yaml': [namespace(c), serviceAccount(c), service(c), podDisruptionBudget(c), networkPolicy(c), serviceMonitor(c)],
@@ -22,6 +24,7 @@ export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Arra
   'autoscaling-keda.yaml': [scaledObject(c)],
   'autoscaling-hpa.yaml': [horizontalPodAutoscaler(c)],
   'tunnel.yaml': [tunnelNamespace(c), tunnelDeployment(c)],
+  'prometheus-rules.yaml': [prometheusRule(c)],
 })
 
 const HEADER = '# Rendered by `npm run infra:render` from infra/k8s/*.ts: edit those, not this file.\n'

@@ -1,0 +1,132 @@
+import { BACKEND_JOB, LATENCY_SLO, allAlerts, type AlertRule } from './rules.ts'
+
+/**
+ * promtool unit tests (`promtool test rules`): for every alert at least one case where it fires
+ * with the labels and annotations it should carry, and one near miss where it must stay quiet.
+ * Series are sampled every minute.
+ */
+interface Series {
+  series: string
+  /** promtool's expanding notation: `0+10x5` is 0 10 20 30 40 50, `1x3` is 1 1 1 1. */
+  values: string
+}
+
+interface Case {
+  why: string
+  series: Series[]
+  at: string
+  /** Labels of the alert (besides alertname and severity) where it fires; absent: it must not. */
+  fires?: Record<string, string>
+}
+
+const BACKEND = { job: BACKEND_JOB, instance: '10.0.0.7:8000' }
+const selector = (name: string, labels: Record<string, string>): string =>
+  `${name}{${Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',')}}`
+const series = (name: string, labels: Record<string, string>, values: string): Series => ({ series: selector(name, labels), values })
+
+const MODEL = { model: 'credit-risk' }
+const VERSION = { ...MODEL, version: '2' }
+
+/** Edge latency with `slowPerMinute` of 100 requests a minute over the SLO threshold. */
+const edgeLatency = (slowPerMinute: number, minutes: number, recoveredFor = 0): Series[] => {
+  const labels = { ...VERSION, variant: 'stable' }
+  const fastBefore = 100 - slowPerMinute
+  const fast = recoveredFor === 0
+    ? `0+${fastBefore}x${minutes}`
+    : `0+${fastBefore}x${minutes - recoveredFor} ${fastBefore * (minutes - recoveredFor) + 100}+100x${recoveredFor - 1}`
+  return [
+    series('edge_infer_edge_request_duration_seconds_bucket', { ...labels, le: String(LATENCY_SLO.thresholdSeconds) }, fast),
+    series('edge_infer_edge_request_duration_seconds_count', labels, `0+100x${minutes}`),
+  ]
+}
+
+export const ALERT_CASES: Record<string, Case[]> = {
+  EdgeInferFeatureDrift: [
+    { why: 'the backend raised the 3-window alert for one feature', at: '2m', series: [series('edge_infer_backend_drift_alerting', { ...BACKEND, ...VERSION, feature: 'income' }, '0 1 1')], fires: { ...VERSION, feature: 'income' } },
+    { why: 'critical PSI but the 3-window rule not raised', series: [series('edge_infer_backend_drift_alerting', { ...BACKEND, ...VERSION, feature: 'income' }, '0 0 0'), series('edge_infer_backend_drift_verdict', { ...BACKEND, ...VERSION, feature: 'income' }, '2 2 2')], at: '2m' },
+  ],
+  EdgeInferDatasetDrift: [
+    { why: 'critical for 20 min', at: '20m', series: [series('edge_infer_backend_drift_dataset_verdict', { ...BACKEND, ...VERSION }, '2x20')], fires: VERSION },
+    { why: 'critical for 14 min only', at: '15m', series: [series('edge_infer_backend_drift_dataset_verdict', { ...BACKEND, ...VERSION }, '1 2x14')] },
+  ],
+  EdgeInferCanaryRolledBack: [
+    { why: 'a rollback decision 1 min ago', at: '3m', series: [series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'rollback' }, '0 0 1 1')], fires: MODEL },
+    { why: 'a rollback more than 15 min ago, promotions since', at: '30m', series: [series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'rollback' }, '0 1x30'), series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'promote' }, '0+1x30')] },
+  ],
+  EdgeInferQueueNearCapacity: [
+    {
+      why: '85% of max_queue_size for 4 min',
+      at: '4m',
+      series: [series('edge_infer_backend_queue_depth_rows', { ...BACKEND, ...VERSION }, '3500x4'), series('edge_infer_backend_queue_capacity_rows', { ...BACKEND, ...VERSION }, '4096x4')],
+      fires: { ...BACKEND, ...VERSION },
+    },
+    { why: '73% of max_queue_size', at: '4m', series: [series('edge_infer_backend_queue_depth_rows', { ...BACKEND, ...VERSION }, '3000x4'), series('edge_infer_backend_queue_capacity_rows', { ...BACKEND, ...VERSION }, '4096x4')] },
+  ],
+  EdgeInferBackendQueueFull: [
+    {
+      why: '10% of requests refused as queue_full for 10 min',
+      at: '10m',
+      series: [series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '200' }, '0+90x10'), series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '429' }, '0+10x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+10x10')],
+      fires: MODEL,
+    },
+    {
+      why: '1% refused, and invalid requests (not capacity) are ignored',
+      at: '10m',
+      series: [series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '200' }, '0+99x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+1x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'invalid_request' }, '0+50x10')],
+    },
+  ],
+  EdgeInferEdgeTooManyRequests: [
+    {
+      why: '9% of edge answers are 429 for 10 min',
+      at: '10m',
+      series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+10x10')],
+      fires: MODEL,
+    },
+    {
+      why: '2% are 429, and other 4xx do not count',
+      at: '10m',
+      series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+2x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '400', served_by: 'edge' }, '0+30x10')],
+    },
+  ],
+  EdgeInferLatencySLOFastBurn: [
+    { why: '20% slower than the threshold for 70 min (budget 1%: 20x)', at: '70m', series: edgeLatency(20, 70), fires: MODEL },
+    { why: '10% slow: a burn of 10x, below 14.4x', at: '70m', series: edgeLatency(10, 70) },
+    { why: '20% slow for an hour, recovered for the last 10 min: the 5 m window ends it', at: '70m', series: edgeLatency(20, 70, 10) },
+  ],
+  EdgeInferLatencySLOSlowBurn: [
+    { why: '8% slow for 400 min (8x, above 6x)', at: '400m', series: edgeLatency(8, 400), fires: MODEL },
+    { why: '4% slow: 4x', at: '400m', series: edgeLatency(4, 400) },
+  ],
+  EdgeInferBackendNotReady: [
+    { why: 'scraped but not ready for 10 min', at: '10m', series: [series('edge_infer_backend_ready', BACKEND, '0x10'), series('up', BACKEND, '1x10')], fires: BACKEND },
+    { why: 'not scraped at all for 10 min', at: '10m', series: [series('up', BACKEND, '0x10')], fires: BACKEND },
+    { why: 'ready after 2 min of warm-up', at: '10m', series: [series('edge_infer_backend_ready', BACKEND, '0 0 1x8'), series('up', BACKEND, '1x10')] },
+  ],
+  EdgeInferFallbackServing: [
+    { why: 'Lambda answered 10 a minute for 10 min', at: '10m', series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'lambda' }, '0+10x10')], fires: MODEL },
+    { why: 'only the backend served', at: '10m', series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+10x10')] },
+  ],
+}
+
+/** `{{ $labels.x }}` replaced as Prometheus' template engine would (the only form the rules use). */
+export const expandTemplate = (template: string, labels: Record<string, string>): string =>
+  template.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, name: string) => labels[name] ?? '')
+
+const expected = (a: AlertRule, labels: Record<string, string>) => ({
+  exp_labels: { ...labels, severity: a.severity },
+  exp_annotations: { summary: expandTemplate(a.summary, labels), runbook: expandTemplate(a.runbook, labels) },
+})
+
+/** The promtool test file, next to `rules.yaml`. */
+export const ruleTests = (ruleFile: string) => ({
+  rule_files: [ruleFile],
+  evaluation_interval: '1m',
+  tests: allAlerts().flatMap((a) =>
+    (ALERT_CASES[a.alert] ?? []).map((c) => ({
+      name: `${a.alert}: ${c.why}`,
+      interval: '1m',
+      input_series: c.series,
+      alert_rule_test: [{ eval_time: c.at, alertname: a.alert, exp_alerts: c.fires ? [expected(a, c.fires)] : [] }],
+    })),
+  ),
+})

@@ -1,0 +1,230 @@
+import { defaultConfig } from '../k8s/config.ts'
+
+/**
+ * The SLO the burn-rate alerts defend: 99% of the client-facing requests the edge answers
+ * (shadow copies excluded: no client waits for them) complete within 250 ms, per model. 250 ms is
+ * a bucket boundary of the edge's latency histogram, so the bad-event ratio is exact.
+ */
+export const LATENCY_SLO = { objective: 0.99, thresholdSeconds: 0.25 } as const
+const ERROR_BUDGET = 1 - LATENCY_SLO.objective
+/** The windows the SLO's error ratio is recorded over (Google SRE workbook, multiwindow multi-burn-rate). */
+export const SLO_WINDOWS = ['5m', '30m', '1h', '6h'] as const
+type SloWindow = (typeof SLO_WINDOWS)[number]
+
+/** Share of the queue bound (`max_queue_size`) at which refusals are near. */
+export const QUEUE_FILL_WARNING = 0.8
+/** Share of requests answered 429 worth a look: beyond the odd client over its limit. */
+export const TOO_MANY_REQUESTS_RATIO = 0.05
+/** The backend's job label: a ServiceMonitor names the job after the Service. */
+export const BACKEND_JOB = defaultConfig.name
+
+export interface RecordingRule {
+  record: string
+  expr: string
+}
+
+export type Severity = 'critical' | 'warning'
+
+/** An alert as a signal and the condition on it, so the signal can be queried (and graphed) alone. */
+export interface AlertRule {
+  alert: string
+  /** The value the condition compares, with the labels the alert carries. */
+  signal: string
+  /** Appended to the signal: `<signal> <condition>` is the alert's expression. */
+  condition: string
+  for: string
+  severity: Severity
+  /** One line; only `{{ $labels.<name> }}` templates (the unit tests expand them). */
+  summary: string
+  /** What to look at, then what to do. */
+  runbook: string
+}
+
+export interface RuleGroup<R> {
+  name: string
+  rules: R[]
+}
+
+/** `num / den`, 0 where `den` has series and `num` has none (a counter never incremented is absent, not 0). */
+const ratioOrZero = (num: string, den: string): string => `(${num} or ${den} * 0) / ${den}`
+
+const sumRate = (by: string, selector: string, window: string): string => `sum by (${by}) (rate(${selector}[${window}]))`
+
+const quantile = (q: number, histogram: string, by: string, window = '5m'): string =>
+  `histogram_quantile(${q}, sum by (le, ${by}) (rate(${histogram}_bucket[${window}])))`
+
+const EDGE_REQUESTS = 'edge_infer_edge_requests_total'
+const EDGE_DURATION = 'edge_infer_edge_request_duration_seconds'
+const EDGE_BY = 'model, version, variant'
+const BACKEND_BY = 'model, version'
+/** What a client waited for: every variant but the shadow copy. */
+const CLIENT_FACING = 'variant!="shadow"'
+
+export const sloErrorRatio = (window: SloWindow): string => `model:edge_infer_slo_latency_errors:ratio_rate${window}`
+
+const sloRecordings: RecordingRule[] = SLO_WINDOWS.map((window) => ({
+  record: sloErrorRatio(window),
+  expr: `1 - ${sumRate('model', `${EDGE_DURATION}_bucket{${CLIENT_FACING},le="${LATENCY_SLO.thresholdSeconds}"}`, window)} / ${sumRate('model', `${EDGE_DURATION}_count{${CLIENT_FACING}}`, window)}`,
+}))
+
+export const recordingGroups: Array<RuleGroup<RecordingRule>> = [
+  {
+    name: 'edge-infer-edge.recording',
+    rules: [
+      { record: 'model_version_variant:edge_infer_edge_requests:rate5m', expr: sumRate(EDGE_BY, EDGE_REQUESTS, '5m') },
+      {
+        record: 'model_version_variant:edge_infer_edge_errors:ratio_rate5m',
+        expr: ratioOrZero(sumRate(EDGE_BY, `${EDGE_REQUESTS}{status_class="5xx"}`, '5m'), sumRate(EDGE_BY, EDGE_REQUESTS, '5m')),
+      },
+      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p50_5m', expr: quantile(0.5, EDGE_DURATION, EDGE_BY) },
+      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p99_5m', expr: quantile(0.99, EDGE_DURATION, EDGE_BY) },
+      ...sloRecordings,
+    ],
+  },
+  {
+    name: 'edge-infer-backend.recording',
+    rules: [
+      { record: 'model_version_status:edge_infer_backend_requests:rate5m', expr: sumRate(`${BACKEND_BY}, status`, 'edge_infer_backend_requests_total', '5m') },
+      { record: 'model_version:edge_infer_backend_request_duration_seconds:p50_5m', expr: quantile(0.5, 'edge_infer_backend_request_duration_seconds', BACKEND_BY) },
+      { record: 'model_version:edge_infer_backend_request_duration_seconds:p99_5m', expr: quantile(0.99, 'edge_infer_backend_request_duration_seconds', BACKEND_BY) },
+      { record: 'model_version_reason:edge_infer_backend_batches:rate5m', expr: sumRate(`${BACKEND_BY}, reason`, 'edge_infer_backend_batches_total', '5m') },
+      // Per pod: each replica has its own queue and its own bound.
+      { record: 'instance_model_version:edge_infer_backend_queue_fill:ratio', expr: 'edge_infer_backend_queue_depth_rows / edge_infer_backend_queue_capacity_rows' },
+    ],
+  },
+]
+
+/** Burn rate `factor` of the error budget over a long and a short window (the short one ends the alert soon after the cause). */
+const burn = (factor: number, long: SloWindow, short: SloWindow): Pick<AlertRule, 'signal' | 'condition'> => {
+  const ratio = Number((factor * ERROR_BUDGET).toPrecision(6))
+  return { signal: sloErrorRatio(long), condition: `> ${ratio} and ${sloErrorRatio(short)} > ${ratio}` }
+}
+
+const sloRunbook =
+  'Panel "p50 / p99 per variant (edge)": one variant or all? One: pin clients off it (rollout PUT, weight 0). All: look at backend queue time vs compute time and replicas vs the KEDA target; scale out or shed load.'
+
+export const alertGroups: Array<RuleGroup<AlertRule>> = [
+  {
+    name: 'edge-infer.alerts',
+    rules: [
+      {
+        alert: 'EdgeInferFeatureDrift',
+        // Replicas share drift counts (Redis), so each reports the same verdict: one alert per feature.
+        signal: 'max by (model, version, feature) (edge_infer_backend_drift_alerting)',
+        condition: '> 0',
+        for: '0m',
+        severity: 'warning',
+        summary: '{{ $labels.model }} v{{ $labels.version }}: feature {{ $labels.feature }} drifted for 3 consecutive critical windows',
+        runbook: 'GET /v1/models/{{ $labels.model }}/versions/{{ $labels.version }}/drift for PSI/KS per feature (__prediction__ is the output histogram). Input drift on every version: upstream data changed, check the client or feature store; on one version only: that model, roll it back.',
+      },
+      {
+        alert: 'EdgeInferDatasetDrift',
+        signal: 'max by (model, version) (edge_infer_backend_drift_dataset_verdict)',
+        condition: '>= 2',
+        for: '15m',
+        severity: 'warning',
+        summary: '{{ $labels.model }} v{{ $labels.version }}: dataset drift verdict critical for 15 min',
+        runbook: 'Drift heatmap: which features turned critical together. A shared upstream change: fix the source or plan retraining with a new baseline; until then watch the prediction histogram and error ratio.',
+      },
+      {
+        alert: 'EdgeInferCanaryRolledBack',
+        signal: 'sum by (model) (increase(edge_infer_rollout_decisions_total{action="rollback"}[15m]))',
+        condition: '> 0',
+        for: '0m',
+        severity: 'warning',
+        summary: '{{ $labels.model }}: the rollout controller rolled a canary back',
+        runbook: 'GET /v1/models/{{ $labels.model }}/rollout/history for the reason (NaN outputs, error ratio, prediction drift). Traffic is already on stable; fix the candidate and start a new canary, do not re-raise the weight by hand.',
+      },
+      {
+        alert: 'EdgeInferQueueNearCapacity',
+        signal: 'instance_model_version:edge_infer_backend_queue_fill:ratio',
+        condition: `> ${QUEUE_FILL_WARNING}`,
+        for: '2m',
+        severity: 'warning',
+        summary: '{{ $labels.instance }} {{ $labels.model }} v{{ $labels.version }}: queue above 80% of max_queue_size',
+        runbook: 'Panel "Queue depth per replica vs KEDA target": replicas at maxReplicas or pods pending? Raise maxReplicas or add nodes; a single hot pod: check its execution provider and compute time.',
+      },
+      {
+        alert: 'EdgeInferBackendQueueFull',
+        signal: ratioOrZero(
+          sumRate('model', 'edge_infer_backend_rejected_requests_total{reason="queue_full"}', '5m'),
+          sumRate('model', 'edge_infer_backend_requests_total', '5m'),
+        ),
+        condition: `> ${TOO_MANY_REQUESTS_RATIO}`,
+        for: '5m',
+        severity: 'critical',
+        summary: '{{ $labels.model }}: backend refuses over 5% of requests with 429 (queue full)',
+        runbook: 'Panels "Rejections" and "Replicas": capacity is short. Scale out (KEDA maxReplicas, GPU nodes); the edge falls back to Lambda where configured. Check that KEDA reads Prometheus (ScaledObject status).',
+      },
+      {
+        alert: 'EdgeInferEdgeTooManyRequests',
+        signal: ratioOrZero(sumRate('model', `${EDGE_REQUESTS}{code="429"}`, '5m'), sumRate('model', EDGE_REQUESTS, '5m')),
+        condition: `> ${TOO_MANY_REQUESTS_RATIO}`,
+        for: '5m',
+        severity: 'warning',
+        summary: '{{ $labels.model }}: the edge answers over 5% of requests with 429',
+        runbook: 'Panel "Non-2xx answers by code": per-key rate limits (one client over its limit: contact it or raise rate_limit_per_minute) or backend queue-full passed through (see EdgeInferBackendQueueFull).',
+      },
+      {
+        alert: 'EdgeInferLatencySLOFastBurn',
+        ...burn(14.4, '1h', '5m'),
+        for: '2m',
+        severity: 'critical',
+        summary: '{{ $labels.model }}: latency SLO (99% within 250 ms) burning its 30-day budget 14.4x fast (2% in 1 h)',
+        runbook: sloRunbook,
+      },
+      {
+        alert: 'EdgeInferLatencySLOSlowBurn',
+        ...burn(6, '6h', '30m'),
+        for: '15m',
+        severity: 'warning',
+        summary: '{{ $labels.model }}: latency SLO (99% within 250 ms) burning its 30-day budget 6x fast (5% in 6 h)',
+        runbook: sloRunbook,
+      },
+      {
+        alert: 'EdgeInferBackendNotReady',
+        // A scrape that fails leaves no readiness series: `up` (0) stands in for it.
+        signal: `min by (job, instance) (edge_infer_backend_ready or on (job, instance) up{job="${BACKEND_JOB}"})`,
+        condition: '== 0',
+        for: '5m',
+        severity: 'critical',
+        summary: '{{ $labels.instance }}: backend not ready (or not scraped) for 5 min',
+        runbook: 'kubectl describe pod / logs: init container model fetch (MANIFEST mismatch, S3 credentials), warm-up, OOM. /v2/repository/index says why a version did not load.',
+      },
+      {
+        alert: 'EdgeInferFallbackServing',
+        signal: sumRate('model', `${EDGE_REQUESTS}{served_by="lambda"}`, '5m'),
+        condition: '> 0',
+        for: '5m',
+        severity: 'warning',
+        summary: '{{ $labels.model }}: the Lambda CPU tier is serving traffic',
+        runbook: 'The GPU backend is saturated or unreachable from the edge: check EdgeInferBackendNotReady/QueueFull, the tunnel (cloudflared pods) and the edge circuit breaker; Lambda costs per request and is slower.',
+      },
+    ],
+  },
+]
+
+export const alertExpression = (a: AlertRule): string => `${a.signal} ${a.condition}`
+
+/** Prometheus' rule-file shape (also the PrometheusRule spec's groups). */
+export interface PrometheusRuleGroup {
+  name: string
+  rules: Array<{ record: string; expr: string } | { alert: string; expr: string; for: string; labels: Record<string, string>; annotations: Record<string, string> }>
+}
+
+export const ruleGroups = (): PrometheusRuleGroup[] => [
+  ...recordingGroups.map((g) => ({ name: g.name, rules: g.rules.map((r) => ({ record: r.record, expr: r.expr })) })),
+  ...alertGroups.map((g) => ({
+    name: g.name,
+    rules: g.rules.map((a) => ({
+      alert: a.alert,
+      expr: alertExpression(a),
+      for: a.for,
+      labels: { severity: a.severity },
+      annotations: { summary: a.summary, runbook: a.runbook },
+    })),
+  })),
+]
+
+export const allAlerts = (): AlertRule[] => alertGroups.flatMap((g) => g.rules)
+export const allRecordings = (): RecordingRule[] => recordingGroups.flatMap((g) => g.rules)

@@ -1,0 +1,21 @@
+/**
+ * Where the series the rules and the dashboard read come from, beyond the backend's own
+ * registry (backend/monitor/metrics.ts), which the tests read from a running backend.
+ */
+
+/** The edge worker's `/metrics` (admin key): request counts and latency per variant, rollout state, input normalization. */
+export const EDGE_METRICS = [
+  'edge_infer_edge_requests_total',
+  'edge_infer_edge_request_duration_seconds',
+  'edge_infer_rollout_weight_percent',
+  'edge_infer_rollout_decisions_total',
+  'edge_input_normalized_requests_total',
+  'edge_input_normalization_fixes_total',
+] as const
+
+/** Series no part of edge-infer exports, and who does. */
+export const EXTERNAL_METRICS: Record<string, string> = {
+  up: 'Prometheus, per scrape target',
+  kube_deployment_status_replicas_available: 'kube-state-metrics',
+  kube_horizontalpodautoscaler_status_desired_replicas: 'kube-state-metrics (the HPA KEDA creates is named after the ScaledObject)',
+}
