@@ -57,6 +57,21 @@ export interface Bindings {
   CONTROLLER_P95_RATIO?: string
   CONTROLLER_P95_SLACK_MS?: string
   CONTROLLER_MAX_WINDOW_MINUTES?: string
+  /**
+   * OpenTelemetry export of the edge's spans (edge/telemetry/), by the spec's names: the OTLP/HTTP
+   * collector's base URL (`/v1/traces` is appended) or its traces URL as is; unset, nothing is traced.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string
+  /** Secret: `key=value,...` headers sent with each export (a collector's auth, e.g. Grafana Cloud or Honeycomb). */
+  OTEL_EXPORTER_OTLP_HEADERS?: string
+  /** Milliseconds an export may take before it is abandoned (default 10000). */
+  OTEL_EXPORTER_OTLP_TIMEOUT?: string
+  /** `service.name` of the edge's spans (default edge-infer-edge). */
+  OTEL_SERVICE_NAME?: string
+  /** Sampler and its argument: always_on, always_off, traceidratio, or parentbased_ any of them (default parentbased_always_on). */
+  OTEL_TRACES_SAMPLER?: string
+  OTEL_TRACES_SAMPLER_ARG?: string
 }
 
 /**

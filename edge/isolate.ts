@@ -24,6 +24,7 @@ import type { MonitorSource } from './rollout/monitor-source.ts'
 import { MemoryRolloutStore, type RolloutStore } from './rollout/store.ts'
 import { UpstashHistoryStore } from './rollout/upstash-history-store.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from './rollout/upstash-store.ts'
+import { type Telemetry, telemetryFrom } from './telemetry/index.ts'
 
 export const DEFAULT_FEATURE_TIMEOUT_MS = 25
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024
@@ -80,6 +81,8 @@ export interface Isolate {
   reroutes: Reroutes
   /** Validators compiled from feature specs. */
   validators: SchemaCache
+  /** Span export, when an OTLP endpoint is bound; none means the edge traces nothing. */
+  telemetry?: Telemetry
 }
 
 /** Parts a caller provides instead of building them from the bindings (tests, benchmarks). */
@@ -167,6 +170,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     normalization: parts.normalization ?? (redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics()),
     reroutes: parts.reroutes ?? new Reroutes(),
     validators: parts.validators ?? createSchemaCache(),
+    telemetry: parts.telemetry ?? telemetryFrom(env),
   }
 }
 

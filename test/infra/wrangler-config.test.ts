@@ -45,6 +45,14 @@ const BINDING_SOURCES = {
   CONTROLLER_P95_RATIO: 'override of a default in code',
   CONTROLLER_P95_SLACK_MS: 'override of a default in code',
   CONTROLLER_MAX_WINDOW_MINUTES: 'override of a default in code',
+  // Tracing is off until a collector is named (a var per environment, or `--var` at deploy).
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'optional var',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'optional var',
+  OTEL_EXPORTER_OTLP_HEADERS: 'optional secret',
+  OTEL_EXPORTER_OTLP_TIMEOUT: 'override of a default in code',
+  OTEL_SERVICE_NAME: 'override of a default in code',
+  OTEL_TRACES_SAMPLER: 'override of a default in code',
+  OTEL_TRACES_SAMPLER_ARG: 'override of a default in code',
 } as const satisfies Record<keyof Bindings, string>
 
 const namesOf = (source: string) => Object.entries(BINDING_SOURCES).filter(([, s]) => s === source).map(([name]) => name).sort()

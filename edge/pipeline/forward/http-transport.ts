@@ -3,7 +3,7 @@ import type { InferResponse } from '../../../shared/protocol.ts'
 import { Problem } from '../../problem.ts'
 import { type CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
 import { isRecord } from '../../format.ts'
-import type { BackendAnswer, BackendModelMetadata, InferCall, ProtocolReader, Transport } from './transport.ts'
+import { type BackendAnswer, type BackendModelMetadata, type InferCall, type ProtocolReader, type Transport, settle } from './transport.ts'
 
 export interface HttpTransportOptions {
   baseUrl: string
@@ -91,7 +91,11 @@ export class HttpTransport implements Transport, ProtocolReader {
     this.now = now
   }
 
-  async infer(call: InferCall): Promise<InferResponse> {
+  infer(call: InferCall): Promise<InferResponse> {
+    return settle(call, this.post(call))
+  }
+
+  private async post(call: InferCall): Promise<InferResponse> {
     const url = `${this.baseUrl}/v2/models/${encodeURIComponent(call.model)}/versions/${call.version}/infer`
     const headers: Record<string, string> = {
       'content-type': 'application/json',

@@ -3,7 +3,7 @@ import { lambdaErrorResult, type LambdaInferEvent } from '../../../shared/lambda
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { Problem } from '../../problem.ts'
 import { BackendRefusal, deadlinePassed, tierRefusal } from './http-transport.ts'
-import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
+import { type BackendModelMetadata, type InferCall, type Transport, settle } from './transport.ts'
 
 export interface LambdaTransportOptions {
   /** Function name or ARN (LAMBDA_FUNCTION). */
@@ -22,6 +22,14 @@ export interface LambdaTransportOptions {
 
 const isInferResponse = (value: unknown): value is InferResponse =>
   typeof value === 'object' && value !== null && Array.isArray((value as InferResponse).outputs)
+
+/**
+ * The trace context rides in the invocation's ClientContext (`custom.traceparent`, which a Node
+ * handler reads as `context.clientContext.custom.traceparent`), not in the event: the event is
+ * the infer request, validated as such by the handler.
+ */
+const clientContextOf = (call: InferCall): { ClientContext?: string } =>
+  call.traceparent ? { ClientContext: btoa(JSON.stringify({ custom: { traceparent: call.traceparent } })) } : {}
 
 /** An error the SDK built from an AWS answer (as opposed to a connection failure). */
 interface ServiceError extends Error {
@@ -53,7 +61,11 @@ export class LambdaTransport implements Transport {
       })
   }
 
-  async infer(call: InferCall): Promise<InferResponse> {
+  infer(call: InferCall): Promise<InferResponse> {
+    return settle(call, this.invoke(call))
+  }
+
+  private async invoke(call: InferCall): Promise<InferResponse> {
     const leftMs = Math.max(1, Math.floor(call.deadlineAt - Date.now()))
     // The routed model and version go last: a pass-through body cannot name another model.
     const event: LambdaInferEvent = { ...call.request, model_name: call.model, model_version: String(call.version) }
@@ -63,7 +75,7 @@ export class LambdaTransport implements Transport {
     let output
     try {
       output = await this.client.send(
-        new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'RequestResponse', Payload: payload }),
+        new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'RequestResponse', Payload: payload, ...clientContextOf(call) }),
         { abortSignal: controller.signal },
       )
     } catch (err) {

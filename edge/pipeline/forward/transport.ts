@@ -1,5 +1,6 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { InferRequest, InferResponse, ModelMetadata } from '../../../shared/protocol.ts'
+import type { CallSpan } from '../trace/spans.ts'
 
 /** One infer call from the edge to an inference tier. */
 export interface InferCall {
@@ -12,9 +13,28 @@ export interface InferCall {
    * so that every attempt on every tier gets what remains of it rather than a fresh budget.
    */
   deadlineAt: number
+  /** Sent as the call's `traceparent`: the span the tier's work is a child of. */
   traceparent?: string
   /** A copy sent to a shadow version for comparison: its failures never count against client traffic. */
   shadow?: boolean
+  /** The edge's span for this call when it has one of its own (a shadow copy): the tier that makes the call ends it (`settle`). */
+  span?: CallSpan
+}
+
+/** `answer`, ending the call's span, if it has one, when it settles. */
+export const settle = <T>(call: InferCall, answer: Promise<T>): Promise<T> => {
+  const span = call.span
+  if (span === undefined) return answer
+  return answer.then(
+    (value) => {
+      span.end()
+      return value
+    },
+    (err: unknown) => {
+      span.end(err)
+      throw err
+    },
+  )
 }
 
 /** Metadata the backend serves, with the protocol extensions the edge compiles validation from. */

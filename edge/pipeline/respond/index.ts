@@ -6,6 +6,7 @@ import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
 import type { InferCall, Transport } from '../forward/transport.ts'
 import type { PredictableModel } from '../model/catalog.ts'
 import type { Responder } from '../stage.ts'
+import { callSpan } from '../trace/spans.ts'
 
 export interface Prediction {
   label: string
@@ -72,7 +73,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables> =>
       // The client has its answer: the shadow gets a budget as long as the client's, from now.
       const call = {
         model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'),
-        deadlineAt: Date.now() + (deadlineAt - receivedAt), traceparent: c.get('traceparent'), shadow: true,
+        deadlineAt: Date.now() + (deadlineAt - receivedAt), ...callSpan(c, 'shadow'), shadow: true,
       }
       inBackground(c, compareWithShadow(c.get('isolate').transport, call, rows, model, version))
     }

@@ -1,33 +1,31 @@
-import { ProxyTracer, ROOT_CONTEXT, SpanStatusCode, TraceFlags, trace, type Context as OtelContext, type Span } from '@opentelemetry/api'
-import type { Context, MiddlewareHandler } from 'hono'
+import { SpanStatusCode, trace, type Context as OtelContext, type Span, type SpanContext, type Tracer } from '@opentelemetry/api'
+import type { Context, MiddlewareHandler, Next } from 'hono'
 import type { AppEnv } from '../../env.ts'
 
 /**
- * Spans per pipeline stage through `@opentelemetry/api`: none until a tracer provider is
- * registered (an exporter in production, a recording one in tests). Workers have no async
- * context manager, so the request's trace context is carried in `c` and passed explicitly.
+ * Spans per pipeline stage, from the isolate's tracer (edge/telemetry/), started only when the
+ * request is traced. Workers have no async context manager, so the current span travels in `c`:
+ * `tracing` (its context, for children) and `traceparent` (what a call made from here sends).
  */
-// A proxy: it delegates to whichever provider is registered when a span starts.
-const proxy = trace.getTracer('edge-infer')
-const tracer = () => proxy
-
-/**
- * Whether a tracer provider is registered. Without one the API hands out proxies with nothing
- * to delegate to, and every span would be a no-op: asked once per request, by `traceContext`.
- */
-export const tracing = (): boolean => !(trace.getTracer('edge-infer') instanceof ProxyTracer)
-
-/** The remote parent named by the incoming (or freshly started) traceparent. */
-export const remoteContext = (traceId: string, parentSpanId: string, sampled: boolean): OtelContext =>
-  trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: parentSpanId, traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, isRemote: true })
-
-/** Starts the request's span under the remote parent. */
-export const startRequestSpan = (parent: OtelContext, name: string): { span: Span; context: OtelContext } => {
-  const span = tracer().startSpan(name, {}, parent)
-  return { span, context: trace.setSpan(parent, span) }
+export interface Tracing {
+  tracer: Tracer
+  /** The current span's context: the running stage's, else the request's. */
+  context: OtelContext
 }
 
-const endSpan = (span: Span, err: unknown) => {
+export interface TraceVariables {
+  /** The traceparent of the current span (the running stage's, else the request's): what a call out from here sends. */
+  traceparent: string
+  /** The current span and the tracer for its children, when the request is traced; unset, no span is started. */
+  tracing?: Tracing
+}
+
+/** A span's W3C traceparent. */
+export const traceparentOf = ({ traceId, spanId, traceFlags }: SpanContext): string =>
+  `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`
+
+/** Ends `span`; a thrown Problem's status is recorded, and a 5xx (or any other error) marks the span failed. */
+export const endSpan = (span: Span, err?: unknown): void => {
   if (err !== undefined) {
     const status = typeof err === 'object' && err !== null && 'status' in err ? Number((err as { status: unknown }).status) : 500
     span.setAttribute('http.response.status_code', status)
@@ -36,25 +34,71 @@ const endSpan = (span: Span, err: unknown) => {
   span.end()
 }
 
+/** What the trace helpers use of a request's context: any stage's whose variables include these. */
+export interface TraceSlots {
+  get<K extends keyof TraceVariables>(key: K): TraceVariables[K]
+  set<K extends keyof TraceVariables>(key: K, value: TraceVariables[K]): void
+}
+
+/** Makes `span` the current one: its children and the calls made from here hang under it. */
+export const enterSpan = (c: TraceSlots, tracer: Tracer, parent: OtelContext, span: Span): void => {
+  c.set('tracing', { tracer, context: trace.setSpan(parent, span) })
+  c.set('traceparent', traceparentOf(span.spanContext()))
+}
+
 /**
- * Wraps a pipeline stage in a span `edge.<stage>`, a child of the request span. When
- * `traceContext` found no provider it leaves no trace context, and the stage runs bare.
+ * Wraps a pipeline stage in a span `edge.<stage>`, a child of the request span, that covers the
+ * stage's own work: it ends when the stage hands on (`next`) or finishes, so a later stage's
+ * time or failure is never counted to it. While it runs it is the current span (the forward
+ * stage's backend call is its child); the stages after it see the request's again. When the
+ * request is not traced the stage runs bare.
  */
 export const traced = (name: string, middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> => {
   const spanName = `edge.${name}`
-  const inSpan = async (c: Context<AppEnv>, next: () => Promise<void>, parent: OtelContext) => {
-    const span = tracer().startSpan(spanName, {}, parent)
+  const inSpan = async (c: Context<AppEnv>, next: Next, outer: Tracing) => {
+    const { tracer, context: parent } = outer
+    const outerTraceparent = c.get('traceparent')
+    const span = tracer.startSpan(spanName, {}, parent)
+    let open = true
+    const close = (err?: unknown) => {
+      if (!open) return
+      open = false
+      endSpan(span, err)
+      c.set('tracing', outer)
+      c.set('traceparent', outerTraceparent)
+    }
+    enterSpan(c, tracer, parent, span)
     try {
-      const result = await middleware(c, next)
-      endSpan(span, undefined)
+      const result = await middleware(c, () => {
+        close()
+        return next()
+      })
+      close()
       return result
     } catch (err) {
-      endSpan(span, err)
+      close(err)
       throw err
     }
   }
   return function traced(c, next) {
-    const parent: OtelContext | undefined = c.get('otelContext')
-    return parent === undefined ? middleware(c, next) : inSpan(c, next, parent)
+    const outer = c.get('tracing')
+    return outer === undefined ? middleware(c, next) : inSpan(c, next, outer)
   }
+}
+
+/** A span the caller ends when its work does: `end()`, or `end(error)` when it failed. */
+export interface CallSpan {
+  end(err?: unknown): void
+}
+
+/**
+ * A span `edge.<name>` under the current one, for a call that outlives the stage making it (the
+ * shadow copy, sent after the response): the traceparent to send with the call, and the span,
+ * which whoever makes the call ends. Untraced, the current traceparent and no span.
+ */
+export const callSpan = (c: TraceSlots, name: string): { traceparent: string; span?: CallSpan } => {
+  const tracing = c.get('tracing')
+  if (tracing === undefined) return { traceparent: c.get('traceparent') }
+  const span = tracing.tracer.startSpan(`edge.${name}`, {}, tracing.context)
+  return { traceparent: traceparentOf(span.spanContext()), span: { end: (err) => endSpan(span, err) } }
 }

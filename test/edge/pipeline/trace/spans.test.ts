@@ -1,84 +1,66 @@
-import { trace, type Context as OtelContext, type Span, type SpanContext, type Tracer, type TracerProvider } from '@opentelemetry/api'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
-
-interface Recorded {
-  name: string
-  context: SpanContext
-  parentSpanId?: string
-  attributes: Record<string, unknown>
-  ended: boolean
-}
-
-/** A tracer provider that records spans in memory: the test's stand-in for an exporter. */
-const recorded: Recorded[] = []
-const hex = (bytes: number) => Array.from({ length: bytes }, () => Math.floor(Math.random() * 256).toString(16).padStart(2, '0')).join('')
-const recordingTracer = {
-  startSpan(name: string, _options: unknown, parent?: OtelContext): Span {
-    const parentContext = parent ? trace.getSpanContext(parent) : undefined
-    const entry: Recorded = {
-      name,
-      context: { traceId: parentContext?.traceId ?? hex(16), spanId: hex(8), traceFlags: 1 },
-      parentSpanId: parentContext?.spanId,
-      attributes: {},
-      ended: false,
-    }
-    recorded.push(entry)
-    const span = {
-      spanContext: () => entry.context,
-      setAttribute: (key: string, value: unknown) => ((entry.attributes[key] = value), span),
-      setAttributes: () => span,
-      addEvent: () => span,
-      addLink: () => span,
-      addLinks: () => span,
-      setStatus: () => span,
-      updateName: () => span,
-      end: () => void (entry.ended = true),
-      isRecording: () => true,
-      recordException: () => {},
-    }
-    return span as unknown as Span
-  },
-} as unknown as Tracer
-const provider: TracerProvider = { getTracer: () => recordingTracer }
+import { startOtlpReceiver, type OtlpReceiver } from '../../../support/otlp-receiver.ts'
 
 let backend: BackendProcess
+let receiver: OtlpReceiver
 let key: string
 
 beforeAll(async () => {
-  trace.setGlobalTracerProvider(provider)
+  receiver = await startOtlpReceiver()
   backend = await startBackend({ MODEL_REPOSITORY: 'models', LOG_LEVEL: 'debug' })
   key = generateApiKey('test')
 })
 
 afterAll(async () => {
-  trace.disable()
   await backend?.stop()
+  await receiver?.close()
 })
 
-describe('tracing', () => {
-  it('records a span per pipeline stage under the caller\'s trace and hands the edge span to the backend', async () => {
+const { account_age_months: _a, num_products: _n, ...instance } = applicant(4)
+
+describe('tracing through the app, exported to an OTLP receiver', () => {
+  it('exports a span per pipeline stage under the caller\'s trace, and hands the forward span to the backend', async () => {
     const store = new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 100 }])
     const app = createApp({ parts: { keys: store } })
     const traceId = '0af7651916cd43dd8448eb211c80319c'
-    const { account_age_months: _a, num_products: _n, ...instance } = applicant(4)
     const res = await app.request('/v1/models/credit-risk/predict', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, traceparent: `00-${traceId}-b7ad6b7169203331-01` },
       body: JSON.stringify({ instances: [instance], entity: { user_id: 'u-1' } }),
-    }, { BACKEND_URL: backend.url })
+    }, { BACKEND_URL: backend.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'edge-under-test' })
     expect(res.status).toBe(200)
-    const mine = recorded.filter((s) => s.context.traceId === traceId)
-    const root = mine.find((s) => s.name === 'edge.request')!
+    expect(res.headers.get('x-trace-id')).toBe(traceId)
+    const mine = await receiver.until((spans) => spans.some((s) => s.traceId === traceId && s.name === 'edge.request'))
+    const spans = mine.filter((s) => s.traceId === traceId)
+    const root = spans.find((s) => s.name === 'edge.request')!
     expect(root.parentSpanId).toBe('b7ad6b7169203331')
+    expect(root.service).toBe('edge-under-test')
     expect(root.attributes['http.response.status_code']).toBe(200)
-    const stages = mine.filter((s) => s.parentSpanId === root.context.spanId).map((s) => s.name)
+    const stages = spans.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name)
     expect(stages).toEqual(['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward'])
-    expect(mine.every((s) => s.ended)).toBe(true)
-    await until(() => backend.logs.some((l) => l.msg === 'infer' && l.traceparent === `00-${traceId}-${root.context.spanId}-01`))
+    // One export per request, holding all of its spans.
+    expect(spans).toHaveLength(stages.length + 1)
+    const forward = spans.find((s) => s.name === 'edge.forward')!
+    await until(() => backend.logs.some((l) => l.msg === 'infer' && l.traceparent === `00-${traceId}-${forward.spanId}-01`))
+  })
+
+  it('records a stage\'s own failure on its span and not on the stages before it', async () => {
+    const app = createApp({ parts: { keys: new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 100 }]) } })
+    const traceId = '1af7651916cd43dd8448eb211c80319c'
+    const res = await app.request('/v1/models/no-such-model/predict', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, traceparent: `00-${traceId}-b7ad6b7169203331-01` },
+      body: JSON.stringify({ instances: [instance] }),
+    }, { BACKEND_URL: backend.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
+    expect(res.status).toBe(404)
+    const spans = (await receiver.until((all) => all.some((s) => s.traceId === traceId && s.name === 'edge.request'))).filter((s) => s.traceId === traceId)
+    const status = Object.fromEntries(spans.map((s) => [s.name, s.attributes['http.response.status_code']]))
+    expect(status).toEqual({ 'edge.request': 404, 'edge.auth': undefined, 'edge.rate_limit': undefined, 'edge.model': 404 })
+    expect(spans.find((s) => s.name === 'edge.request')!.service).toBe('edge-infer-edge')
   })
 })

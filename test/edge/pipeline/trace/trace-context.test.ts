@@ -1,20 +1,24 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { AppEnv } from '../../../../edge/env.ts'
+import { isolateCache } from '../../../../edge/isolate.ts'
+import { isolate } from '../../../../edge/pipeline/isolate/index.ts'
 import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
 import { traced } from '../../../../edge/pipeline/trace/spans.ts'
 
-// No tracer provider is registered in this file: the edge records no spans but still propagates.
+// No OTLP endpoint is bound (the other OTEL_* bindings are): the edge records no spans but still propagates.
 const app = new Hono<AppEnv>()
+app.use('*', isolate({ isolateFor: isolateCache() }))
 app.use('*', traceContext())
-app.get('/', traced('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('otelContext') !== undefined })))
+app.get('/', traced('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('tracing') !== undefined })))
+const env = { OTEL_SERVICE_NAME: 'edge-test', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x', OTEL_TRACES_SAMPLER: 'always_on' }
 
 const get = async (traceparent?: string) => {
-  const res = await app.request('/', traceparent ? { headers: { traceparent } } : {})
+  const res = await app.request('/', traceparent ? { headers: { traceparent } } : {}, env)
   return { traceId: res.headers.get('x-trace-id'), ...((await res.json()) as { traceparent: string; traced: boolean }) }
 }
 
-describe('traceContext without a tracer provider', () => {
+describe('traceContext without an OTLP endpoint', () => {
   it('joins the caller\'s trace under a span id of its own, and starts no spans', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
     const seen = await get(`00-${traceId}-00f067aa0ba902b7-00`)
