@@ -1,6 +1,8 @@
+import type { Span } from '@opentelemetry/api'
 import type { Logger } from './logger.ts'
 import type { ModelManager } from './loader/model-manager.ts'
 import type { Metrics } from './monitor/metrics.ts'
+import type { Tracing } from './monitor/tracing/index.ts'
 import type { Settings } from './settings.ts'
 
 /** Everything the HTTP layer needs, built once by the server (or a test) and passed down. */
@@ -9,6 +11,8 @@ export interface BackendDeps {
   logger: Logger
   manager: ModelManager
   metrics: Metrics
+  /** Present only when the OTEL_* variables ask for traces. */
+  tracing?: Tracing
 }
 
 /** Hono environment of the backend app. */
@@ -16,5 +20,7 @@ export interface BackendEnv {
   Variables: {
     /** The infer body, parsed by `requireJson`. */
     body: unknown
+    /** The request's span, set by `traceRequest` when tracing is on. */
+    requestSpan: Span | undefined
   }
 }

@@ -9,9 +9,13 @@ import { ModelManager } from './loader/model-manager.ts'
 import { redisCountStore } from './monitor/drift/count-store.ts'
 import { DriftMonitor } from './monitor/drift/monitor.ts'
 import { DRIFT_GAUGE_MINUTES, createMetrics } from './monitor/metrics.ts'
+import { startTracing } from './monitor/tracing/index.ts'
 import { versionDriftReport } from './routes/drift.ts'
 import { Repository } from './repository/repository.ts'
 import { readSettings, type Settings } from './settings.ts'
+
+/** Longest the last spans may take to leave at shutdown; a collector that is down must not hold the exit. */
+const TRACE_FLUSH_MS = 5_000
 
 export interface RunningServer {
   url: string
@@ -29,9 +33,13 @@ const listen = (server: Server): Promise<AddressInfo> =>
 /** Starts the inference server; pinned models warm up after the socket listens (liveness first, readiness later). */
 export const startServer = async (settings: Settings, logger: Logger = createLogger(settings.LOG_LEVEL)): Promise<RunningServer> => {
   const repository = new Repository(resolve(settings.MODEL_REPOSITORY))
+  const tracing = await startTracing(logger)
   let manager: ModelManager | undefined
   const metrics = createMetrics({
     depths: () => manager?.depths() ?? [],
+    // The batcher's limit: a version without dynamic_batching queues up to 4096 rows too.
+    capacities: () => manager?.servingVersions().map((v) => ({ model: v.model, version: String(v.version), rows: v.config.dynamic_batching?.max_queue_size ?? 4096 })) ?? [],
+    ready: () => manager?.ready() ?? false,
     // A version whose counts cannot be read (Redis down) is left out of this scrape, not the others.
     driftReports: async () => {
       const monitored = manager?.servingVersions().filter((v) => v.drift !== undefined) ?? []
@@ -48,8 +56,9 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     logger,
     metrics,
     ...(drift ? { drift } : {}),
+    ...(tracing ? { tracing } : {}),
   })
-  const app = createApp({ settings, logger, manager, metrics })
+  const app = createApp({ settings, logger, manager, metrics, ...(tracing ? { tracing } : {}) })
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
   const listener = getRequestListener(app.fetch, {
     hostname: settings.HOST,
@@ -62,7 +71,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   server.listen(settings.PORT, settings.HOST)
   const address = await listen(server)
   const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
-  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local' })
+  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local', tracing: tracing ? 'on' : 'off' })
   drift?.start()
   const warm = manager.start().then(
     () => logger.info('pinned models warm', { ready: manager.ready() }),
@@ -77,6 +86,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
       await running.shutdown()
       // Every accepted request is answered and counted: the last deltas go now or never.
       await drift?.close()
+      // Every request span has ended by now; what is still buffered goes before the process does.
+      await tracing?.shutdown(TRACE_FLUSH_MS)
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         // Keep-alive clients still sending get 503s until their sockets go; give those a moment.

@@ -1,8 +1,10 @@
 import { performance } from 'node:perf_hooks'
+import type { Span } from '@opentelemetry/api'
 import type { BatchReason } from '../../shared/protocol.ts'
 import { InferenceError } from '../errors.ts'
 import { concatRows, sliceRows, type TensorMap } from '../executor/tensor.ts'
 import type { RunResult } from '../executor/executor.ts'
+import type { BatchSpans } from '../monitor/tracing/index.ts'
 
 /** What the batcher needs of an executor: how many instances are free, and a way to run a batch. */
 export interface BatchExecutor {
@@ -29,6 +31,8 @@ export interface BatchRequest {
   outputs: string[]
   /** performance.now() by which the request must have started running. */
   deadline?: number
+  /** The request's span when it is traced. */
+  span?: Span
 }
 
 export interface BatchResult {
@@ -54,6 +58,7 @@ interface Entry {
   rows: number
   outputs: string[]
   enqueuedAt: number
+  span: Span | undefined
   /** Set once the entry has left the queue: dispatched, expired or cancelled. */
   settled: boolean
   expiry?: NodeJS.Timeout
@@ -100,6 +105,8 @@ export class Batcher {
     private readonly executor: BatchExecutor,
     private readonly options: BatcherOptions,
     private readonly observer: BatchObserver = { batch() {}, refused() {} },
+    /** Present only when tracing is on. */
+    private readonly spans?: BatchSpans,
   ) {}
 
   /** Rows waiting plus rows running: the autoscaling signal. */
@@ -193,7 +200,7 @@ export class Batcher {
     resolve: (r: BatchResult) => void,
     reject: (e: InferenceError) => void,
   ): Entry {
-    const entry: Entry = { inputs: request.inputs, shape: shapeKey(request.inputs), rows: request.rows, outputs: request.outputs, enqueuedAt: now, settled: false, resolve, reject }
+    const entry: Entry = { inputs: request.inputs, shape: shapeKey(request.inputs), rows: request.rows, outputs: request.outputs, enqueuedAt: now, span: request.span, settled: false, resolve, reject }
     if (request.deadline !== undefined) {
       entry.expiry = setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
@@ -336,8 +343,10 @@ export class Batcher {
 
   private dispatch(entries: Entry[], reason: BatchReason, now: number): void {
     const rows = entries.reduce((n, e) => n + e.rows, 0)
+    const span = this.spans?.start(entries, rows, reason, now)
     const fail = (err: unknown) => {
       const detail = err instanceof Error ? err.message : String(err)
+      this.spans?.end(span, detail)
       for (const entry of entries) entry.reject(new InferenceError(500, `inference failed: ${detail}`, {}, 'inference_failed'))
     }
     let feeds: TensorMap
@@ -361,6 +370,7 @@ export class Batcher {
         if (entries.length === 1) {
           // A lone request (always so for models without a batch dimension) takes the outputs whole.
           const [entry] = entries
+          this.spans?.end(span)
           entry.resolve({ outputs: pick(results, entry.outputs), queueUs: queueUs[0], computeUs, batchSize: rows, batchReason: reason, batchSeq })
           return
         }
@@ -371,6 +381,7 @@ export class Batcher {
           offset += entry.rows
           return mine
         })
+        this.spans?.end(span)
         entries.forEach((entry, i) => entry.resolve({ outputs: answers[i], queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason, batchSeq }))
       },
       fail,

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks'
+import type { Span } from '@opentelemetry/api'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { InferenceError } from '../errors.ts'
 import { toJsonData } from '../executor/tensor.ts'
@@ -19,6 +20,8 @@ export interface ServeOptions {
   fallbackId: () => string
   /** Where the tier exports Prometheus metrics; the request counters go there too. */
   metrics?: Metrics
+  /** The request's span when it is traced: its queue time and batch hang off it. */
+  span?: Span
 }
 
 export interface Served {
@@ -60,7 +63,7 @@ const run = async (served: ModelVersion, body: unknown, options: ServeOptions): 
   const { drift } = served
   // Drift counts every served row's prediction, so the run computes it even when the client asked for other outputs.
   const outputs = drift && !request.outputs.includes(drift.output) ? [...request.outputs, drift.output] : request.outputs
-  const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs, deadline })
+  const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs, deadline, span: options.span })
   drift?.record(request.inputs, request.rows, result.outputs)
   const response: InferResponse = {
     model_name: served.model,

@@ -3,6 +3,7 @@ import { InferenceError, notFound, unavailable } from '../errors.ts'
 import { errorFields, type Logger } from '../logger.ts'
 import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
+import type { Tracing } from '../monitor/tracing/index.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { ModelOnDisk, Repository } from '../repository/repository.ts'
 import { ModelVersion, versionNotReady } from './model-version.ts'
@@ -14,6 +15,7 @@ export interface ModelManagerOptions {
   logger: Logger
   metrics?: Metrics
   drift?: DriftMonitor
+  tracing?: Tracing
 }
 
 /** One row of the repository index (Triton's shape: name, version, state, reason). */

@@ -8,6 +8,7 @@ import type { VersionOnDisk } from '../repository/repository.ts'
 import type { DriftCounter } from '../monitor/drift/counter.ts'
 import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
+import type { Tracing } from '../monitor/tracing/index.ts'
 import { VersionStats } from '../monitor/stats.ts'
 import type { Logger } from '../logger.ts'
 import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
@@ -21,6 +22,8 @@ export interface LoadOptions {
   metrics?: Metrics
   /** Counts live traffic into the baseline's bins; versions without a baseline are not counted. */
   drift?: DriftMonitor
+  /** Spans for each batch, when tracing is on. */
+  tracing?: Tracing
 }
 
 const sameNames = (declared: readonly string[], actual: readonly string[]) =>
@@ -101,6 +104,7 @@ export class ModelVersion {
           metrics?.rejected.inc({ model, reason })
         },
       },
+      options.tracing?.batches({ model, version, provider: executor.provider }),
     )
     const drift = await options.drift?.open(model, disk.version, config, disk.path)
     const loadSeconds = (performance.now() - started) / 1000

@@ -6,6 +6,7 @@ import type { BackendDeps, BackendEnv } from '../env.ts'
 import { badRequest } from '../errors.ts'
 import { serveInfer } from '../infer/serve.ts'
 import { requireJson } from '../middleware/require-json.ts'
+import { traceRequest } from '../middleware/trace-request.ts'
 
 const MAX_DEADLINE_MS = 3_600_000
 
@@ -23,7 +24,7 @@ const safeRequestId = (header: string | undefined): string | undefined =>
   header !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(header) ? header : undefined
 
 /** `POST /v2/models/{m}[/versions/{v}]/infer`; serveInfer counts each request into the version's metrics and statistics. */
-export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps) => {
+export const inferRoutes = ({ manager, metrics, settings, logger, tracing }: BackendDeps) => {
   const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
   const app = new Hono<BackendEnv>()
   const infer = async (c: Context<BackendEnv>) => {
@@ -36,11 +37,14 @@ export const inferRoutes = ({ manager, metrics, settings, logger }: BackendDeps)
       deadline: () => deadlineOf(c, arrived, served.defaultTimeoutMs),
       fallbackId: () => safeRequestId(c.req.header(HEADERS.requestId)) ?? randomUUID(),
       metrics,
+      span: c.get('requestSpan'),
     })
     logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
     return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
+    // Mounted only when tracing is on: off, a request never reaches any tracing code.
+    if (tracing) app.use(path, traceRequest({ tracing, route: path }))
     app.post(path, requireJson({ maxBytes: settings.MAX_BODY_BYTES }), infer)
   }
   return app
