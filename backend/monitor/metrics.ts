@@ -12,6 +12,10 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 export interface QueueDepthSource {
   /** Current rows waiting + running per model version. */
   depths(): Array<{ model: string; version: string; depth: number }>
+  /** Rows each serving version's queue takes at most (its `max_queue_size`). */
+  capacities?: () => Array<{ model: string; version: string; rows: number }>
+  /** Whether `/v2/health/ready` would answer ready now. */
+  ready?: () => boolean
   /** Drift reports of the monitored versions over the gauges' window. */
   driftReports?: () => Promise<DriftReport[]>
 }
@@ -45,6 +49,9 @@ export const createMetrics = (queue: QueueDepthSource) => {
       },
     })
   collectDefaultMetrics({ register: registry, prefix: PREFIX })
+  // prom-client names these gauges like counters (promtool refuses them); the same counts stay
+  // per type in nodejs_active_{handles,requests,resources}, and sum() of those is the total.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(`${PREFIX}${name}`)
   const versioned = ['model', 'version'] as const
   return {
     registry,
@@ -79,6 +86,24 @@ export const createMetrics = (queue: QueueDepthSource) => {
       async collect() {
         this.reset()
         for (const r of await driftReports()) this.set({ model: r.model, version: String(r.version) }, VERDICT_VALUE[r.dataset.verdict])
+      },
+    }),
+    queueCapacity: new Gauge({
+      name: `${PREFIX}queue_capacity_rows`,
+      help: 'Rows a model version\'s queue takes at most (max_queue_size): beyond it requests are refused with 429',
+      labelNames: versioned,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const { model, version, rows } of queue.capacities?.() ?? []) this.set({ model, version }, rows)
+      },
+    }),
+    ready: new Gauge({
+      name: `${PREFIX}ready`,
+      help: '1 while /v2/health/ready answers ready (every pinned model serving, not shutting down), else 0',
+      registers: [registry],
+      collect() {
+        this.set(queue.ready?.() ? 1 : 0)
       },
     }),
     // A gauge may not end in _total (promtool); this one keeps a series at 0 when no version is loaded.

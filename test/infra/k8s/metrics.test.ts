@@ -4,8 +4,6 @@ import { LIVE_PATH, METRICS_PATH, QUEUE_DEPTH_METRIC, READY_PATH, defaultConfig 
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
 
-const PROM_CLIENT_TOTAL_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
-
 /** `# TYPE <name> <type>` lines of a Prometheus exposition. */
 const types = (text: string): Map<string, string> =>
   new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]))
@@ -27,8 +25,7 @@ describe('the manifests against a running backend', () => {
     expect(text).toMatch(new RegExp(`^${QUEUE_DEPTH_METRIC}\\{model="credit-risk",version="2"\\} 0$`, 'm'))
     expect(declared.size).toBeGreaterThan(10)
     const gaugesNamedTotal = [...declared].filter(([name, type]) => type === 'gauge' && name.endsWith('_total')).map(([name]) => name)
-    // prom-client's default collectors name three gauges so (not ours to rename); any other fails.
-    expect(gaugesNamedTotal.sort()).toEqual(PROM_CLIENT_TOTAL_GAUGES.map((n) => `edge_infer_backend_${n}`))
+    expect(gaugesNamedTotal).toEqual([])
   })
 
   it('answers the probe paths the Deployment uses', async () => {
