@@ -1,0 +1,421 @@
+import type { Random } from '../../tools/training/random.ts'
+import type { BatcherSettings } from './batcher-settings.ts'
+import { BIN_COUNT, binOf, quantile } from './histogram.ts'
+import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromPods, recommendFromTotal } from './hpa.ts'
+import type { AutoscalerConfig } from './scaler-config.ts'
+import type { ArrivalStream } from './trace.ts'
+
+/**
+ * How the Service spreads requests over ready pods. kube-proxy in iptables mode (its default)
+ * picks an endpoint at random per connection, in IPVS mode round-robin; with many keep-alive
+ * connections from the edge both approach per-request choice. `least-loaded` is what an L7 proxy
+ * with least-request balancing does (Envoy, a service mesh), for comparison.
+ */
+export type Routing = 'random' | 'round-robin' | 'least-loaded'
+
+export type Scaling =
+  | { kind: 'fixed'; replicas: number }
+  | {
+      kind: 'autoscaler'
+      config: AutoscalerConfig
+      /** Seconds from the scale-up decision to Ready: scheduling, image pull, model load and warm-up. */
+      startDelayS: number
+      scrapeIntervalS: number
+      syncPeriodS?: number
+      tolerance?: number
+    }
+
+export interface SimulationOptions {
+  arrivals: ArrivalStream
+  durationS: number
+  batcher: BatcherSettings
+  /** Seconds a batch of `rows` keeps one executor instance busy (may draw from `random`). */
+  serviceTime: (rows: number) => number
+  routing: Routing
+  scaling: Scaling
+  random: Random
+  /** Width of the time series' buckets. */
+  bucketS?: number
+  /** p95 above which a bucket counts as an SLA violation. */
+  slaP95S?: number
+}
+
+export interface Bucket {
+  startS: number
+  arrivals: number
+  rejected: number
+  /** Pods serving traffic, and pods the Deployment holds (ready + starting), at the bucket's end. */
+  readyReplicas: number
+  replicas: number
+  /** Rows waiting and running over all pods, mean and max of one sample a second. */
+  meanDepth: number
+  maxDepth: number
+  p95S: number
+  slaViolated: boolean
+}
+
+export interface SimulationResult {
+  buckets: Bucket[]
+  arrivals: number
+  served: number
+  rejected: number
+  /** Mean time from arrival to the start of its batch. */
+  meanWaitS: number
+  meanLatencyS: number
+  p50S: number
+  p95S: number
+  p99S: number
+  /** Integral of pods held (ready or starting) over time: what the GPU nodes cost. */
+  replicaSeconds: number
+  maxReplicas: number
+  meanBatchRows: number
+}
+
+const READY = 0
+const STARTING = 1
+const DRAINING = 2
+
+class Replica {
+  state = READY
+  /** Arrival times of the rows waiting, from `head` on. */
+  queue = new Float64Array(1024)
+  head = 0
+  tail = 0
+  busy = 0
+  runningRows = 0
+  timerAt = Infinity
+
+  get queued(): number {
+    return this.tail - this.head
+  }
+
+  get depth(): number {
+    return this.tail - this.head + this.runningRows
+  }
+
+  push(at: number): void {
+    if (this.tail === this.queue.length) {
+      const live = this.queue.subarray(this.head, this.tail)
+      const grown = new Float64Array(Math.max(1024, live.length * 2))
+      grown.set(live)
+      this.queue = grown
+      this.tail -= this.head
+      this.head = 0
+    }
+    this.queue[this.tail++] = at
+  }
+}
+
+const COMPLETE = 0
+const TIMER = 1
+const READY_UP = 2
+const SCRAPE = 3
+const SYNC = 4
+const TICK = 5
+
+interface SimEvent {
+  at: number
+  kind: number
+  replica: Replica | undefined
+  rows: number
+}
+
+/** A binary min-heap of events by time. */
+class EventQueue {
+  private items: SimEvent[] = []
+
+  peekAt(): number {
+    return this.items.length > 0 ? this.items[0].at : Infinity
+  }
+
+  push(event: SimEvent): void {
+    const items = this.items
+    let i = items.push(event) - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (items[parent].at <= event.at) break
+      items[i] = items[parent]
+      i = parent
+    }
+    items[i] = event
+  }
+
+  pop(): SimEvent {
+    const items = this.items
+    const top = items[0]
+    const last = items.pop()!
+    if (items.length > 0) {
+      let i = 0
+      for (;;) {
+        const left = 2 * i + 1
+        if (left >= items.length) break
+        const right = left + 1
+        const child = right < items.length && items[right].at < items[left].at ? right : left
+        if (items[child].at >= last.at) break
+        items[i] = items[child]
+        i = child
+      }
+      items[i] = last
+    }
+    return top
+  }
+}
+
+/** The largest preferred size a queue of `queued` one-row requests can form, 0 if none. */
+const preferredFor = (sizes: readonly number[], queued: number): number => {
+  for (let i = sizes.length - 1; i >= 0; i--) if (sizes[i] <= queued) return sizes[i]
+  return 0
+}
+
+/**
+ * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
+ * a ready pod, each pod runs the backend's dynamic batcher (full, preferred, delay; a batch leaves
+ * only when an executor instance is free) over a FIFO queue bounded at max_queue_size, and the
+ * autoscaler reads the summed queue-depth gauge as Prometheus last scraped it, every HPA sync.
+ */
+export const simulate = (options: SimulationOptions): SimulationResult => {
+  const { arrivals, durationS, batcher, serviceTime, routing, scaling, random } = options
+  const bucketS = options.bucketS ?? 60
+  const slaP95S = options.slaP95S ?? Infinity
+  const { maxBatchSize, maxQueueDelayS, preferredBatchSizes, maxQueueSize, instances } = batcher
+  const bucketCount = Math.ceil(durationS / bucketS)
+  const bucketLatencies = new Int32Array(bucketCount * BIN_COUNT)
+  const latencies = new Float64Array(BIN_COUNT)
+  const bucketArrivals = new Float64Array(bucketCount)
+  const bucketRejected = new Float64Array(bucketCount)
+  const depthSum = new Float64Array(bucketCount)
+  const depthMax = new Float64Array(bucketCount)
+  const depthSamples = new Float64Array(bucketCount)
+  const readyAtEnd = new Int32Array(bucketCount)
+  const heldAtEnd = new Int32Array(bucketCount)
+
+  const events = new EventQueue()
+  const pods: Replica[] = []
+  let ready: Replica[] = []
+  let roundRobin = 0
+  let served = 0
+  let rejected = 0
+  let total = 0
+  let waitSum = 0
+  let latencySum = 0
+  let batches = 0
+  let replicaSeconds = 0
+  let lastHeldChange = 0
+  let maxHeld = 0
+
+  const held = () => pods.reduce((n, p) => (p.state === DRAINING ? n : n + 1), 0)
+  const refreshReady = () => {
+    ready = pods.filter((p) => p.state === READY)
+  }
+  const accountHeld = (now: number) => {
+    replicaSeconds += held() * (now - lastHeldChange)
+    lastHeldChange = now
+  }
+
+  const dispatch = (replica: Replica, rows: number, now: number) => {
+    const done = now + serviceTime(rows)
+    const bucket = Math.min(bucketCount - 1, Math.floor(done / bucketS))
+    const offset = bucket * BIN_COUNT
+    const q = replica.queue
+    for (let i = replica.head, end = replica.head + rows; i < end; i++) {
+      const arrived = q[i]
+      waitSum += now - arrived
+      const latency = done - arrived
+      latencySum += latency
+      const bin = binOf(latency)
+      latencies[bin]++
+      bucketLatencies[offset + bin]++
+    }
+    replica.head += rows
+    if (replica.head === replica.tail) replica.head = replica.tail = 0
+    replica.busy++
+    replica.runningRows += rows
+    served += rows
+    batches++
+    events.push({ at: done, kind: COMPLETE, replica, rows })
+  }
+
+  /** The backend's pump: every batch that is due while an instance is free, else a timer for the oldest. */
+  const pump = (replica: Replica, now: number) => {
+    while (replica.busy < instances && replica.tail > replica.head) {
+      const queued = replica.tail - replica.head
+      let rows = queued >= maxBatchSize ? maxBatchSize : preferredFor(preferredBatchSizes, queued)
+      if (rows === 0) {
+        const due = replica.queue[replica.head] + maxQueueDelayS
+        if (now >= due) rows = queued
+        else {
+          if (replica.timerAt !== due) {
+            replica.timerAt = due
+            events.push({ at: due, kind: TIMER, replica, rows: 0 })
+          }
+          return
+        }
+      }
+      dispatch(replica, rows, now)
+    }
+  }
+
+  const route = (): Replica | undefined => {
+    const n = ready.length
+    if (n === 0) return undefined
+    if (routing === 'random') return ready[Math.floor(random.next() * n)]
+    if (routing === 'round-robin') return ready[roundRobin++ % n]
+    let best = ready[0]
+    for (let i = 1; i < n; i++) if (ready[i].depth < best.depth) best = ready[i]
+    return best
+  }
+
+  const addPod = (now: number, startDelayS: number) => {
+    const pod = new Replica()
+    pods.push(pod)
+    if (startDelayS > 0) {
+      pod.state = STARTING
+      events.push({ at: now + startDelayS, kind: READY_UP, replica: pod, rows: 0 })
+    }
+  }
+
+  /** ReplicaSet scale-down: pods not yet ready go first, then the youngest; a deleted pod leaves the endpoints and drains. */
+  const removePod = () => {
+    const starting = pods.findLastIndex((p) => p.state === STARTING)
+    const index = starting >= 0 ? starting : pods.findLastIndex((p) => p.state === READY)
+    const pod = pods[index]
+    if (pod.state === STARTING || pod.depth === 0) pods.splice(index, 1)
+    else pod.state = DRAINING
+  }
+
+  const scaleTo = (desired: number, now: number, startDelayS: number) => {
+    accountHeld(now)
+    for (let n = held(); n < desired; n++) addPod(now, startDelayS)
+    for (let n = held(); n > desired; n--) removePod()
+    maxHeld = Math.max(maxHeld, held())
+    refreshReady()
+  }
+
+  const initial = scaling.kind === 'fixed' ? scaling.replicas : scaling.config.minReplicas
+  for (let i = 0; i < initial; i++) addPod(0, 0)
+  maxHeld = initial
+  refreshReady()
+
+  let scraped: number[] = []
+  let scrapedMissing = 0
+  let hpa: HorizontalPodAutoscaler | undefined
+  if (scaling.kind === 'autoscaler') {
+    hpa = new HorizontalPodAutoscaler(scaling.config)
+    // Prometheus' and the controller's clocks have no relation to the trace's: random phases.
+    events.push({ at: random.next() * scaling.scrapeIntervalS, kind: SCRAPE, replica: undefined, rows: 0 })
+    events.push({ at: random.next() * (scaling.syncPeriodS ?? HPA_SYNC_PERIOD_S), kind: SYNC, replica: undefined, rows: 0 })
+  }
+  events.push({ at: 1, kind: TICK, replica: undefined, rows: 0 })
+
+  const sync = (now: number) => {
+    if (scaling.kind !== 'autoscaler' || !hpa) return
+    const { config } = scaling
+    const tolerance = scaling.tolerance ?? DEFAULT_TOLERANCE
+    const current = held()
+    const totalDepth = scraped.reduce((s, v) => s + v, 0)
+    const recommendation = config.source === 'keda'
+      ? recommendFromTotal(current, totalDepth, config.target, tolerance)
+      : recommendFromPods(current, scraped, scrapedMissing, config.target, tolerance)
+    const desired = hpa.reconcile(now, current, recommendation)
+    if (desired !== current) scaleTo(desired, now, scaling.startDelayS)
+  }
+
+  const handle = (event: SimEvent) => {
+    const now = event.at
+    const replica = event.replica
+    switch (event.kind) {
+      case COMPLETE:
+        replica!.busy--
+        replica!.runningRows -= event.rows
+        pump(replica!, now)
+        if (replica!.state === DRAINING && replica!.depth === 0) pods.splice(pods.indexOf(replica!), 1)
+        break
+      case TIMER:
+        if (replica!.timerAt === now) replica!.timerAt = Infinity
+        pump(replica!, now)
+        break
+      case READY_UP:
+        if (pods.includes(replica!)) {
+          replica!.state = READY
+          refreshReady()
+        }
+        break
+      case SCRAPE:
+        if (scaling.kind === 'autoscaler') {
+          // Pods still starting have no series yet: the HPA counts them as missing.
+          scraped = pods.filter((p) => p.state !== STARTING).map((p) => p.depth)
+          scrapedMissing = pods.length - scraped.length
+          events.push({ at: now + scaling.scrapeIntervalS, kind: SCRAPE, replica: undefined, rows: 0 })
+        }
+        break
+      case SYNC:
+        sync(now)
+        if (scaling.kind === 'autoscaler') events.push({ at: now + (scaling.syncPeriodS ?? HPA_SYNC_PERIOD_S), kind: SYNC, replica: undefined, rows: 0 })
+        break
+      case TICK: {
+        const bucket = Math.min(bucketCount - 1, Math.floor((now - 1) / bucketS))
+        const depth = pods.reduce((s, p) => s + p.depth, 0)
+        depthSum[bucket] += depth
+        depthSamples[bucket]++
+        depthMax[bucket] = Math.max(depthMax[bucket], depth)
+        readyAtEnd[bucket] = ready.length
+        heldAtEnd[bucket] = held()
+        events.push({ at: now + 1, kind: TICK, replica: undefined, rows: 0 })
+        break
+      }
+    }
+  }
+
+  for (;;) {
+    const nextArrival = arrivals.peek()
+    const nextEvent = events.peekAt()
+    if (Math.min(nextArrival, nextEvent) > durationS) break
+    if (nextEvent <= nextArrival) {
+      handle(events.pop())
+      continue
+    }
+    arrivals.take()
+    total++
+    const bucket = Math.floor(nextArrival / bucketS)
+    bucketArrivals[bucket]++
+    const replica = route()
+    if (!replica || replica.queued + 1 > maxQueueSize) {
+      rejected++
+      bucketRejected[bucket]++
+      continue
+    }
+    replica.push(nextArrival)
+    pump(replica, nextArrival)
+  }
+  accountHeld(durationS)
+
+  const buckets: Bucket[] = []
+  for (let b = 0; b < bucketCount; b++) {
+    const p95S = quantile(bucketLatencies, 95, b * BIN_COUNT)
+    buckets.push({
+      startS: b * bucketS,
+      arrivals: bucketArrivals[b],
+      rejected: bucketRejected[b],
+      readyReplicas: readyAtEnd[b],
+      replicas: heldAtEnd[b],
+      meanDepth: depthSamples[b] > 0 ? depthSum[b] / depthSamples[b] : 0,
+      maxDepth: depthMax[b],
+      p95S,
+      slaViolated: p95S > slaP95S || bucketRejected[b] > 0,
+    })
+  }
+  return {
+    buckets,
+    arrivals: total,
+    served,
+    rejected,
+    meanWaitS: served > 0 ? waitSum / served : Number.NaN,
+    meanLatencyS: served > 0 ? latencySum / served : Number.NaN,
+    p50S: quantile(latencies, 50),
+    p95S: quantile(latencies, 95),
+    p99S: quantile(latencies, 99),
+    replicaSeconds,
+    maxReplicas: maxHeld,
+    meanBatchRows: batches > 0 ? served / batches : Number.NaN,
+  }
+}

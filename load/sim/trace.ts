@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs'
+import { createRandom, type Random } from '../../tools/training/random.ts'
+
+/**
+ * Where the requests come from: a rate per second (generated, or recorded) from which arrivals
+ * are drawn as a Poisson process, or recorded arrival timestamps replayed as they are.
+ */
+export type Trace =
+  | { kind: 'rates'; ratesPerSecond: Float64Array }
+  | { kind: 'arrivals'; timesS: Float64Array }
+
+export const traceDurationS = (trace: Trace): number =>
+  trace.kind === 'rates' ? trace.ratesPerSecond.length : Math.ceil(trace.timesS[trace.timesS.length - 1] ?? 0)
+
+export const peakRate = (trace: Trace): number =>
+  trace.kind === 'rates' ? Math.max(...trace.ratesPerSecond) : Number.NaN
+
+export interface GeneratedTraceOptions {
+  durationS: number
+  /** The highest rate of the trace, spikes included, requests per second. */
+  peakRps: number
+  seed: number
+  /** The night's rate as a share of the day's peak (before spikes). */
+  troughShare?: number
+  /** Hour of the day (0–24) at which the diurnal curve peaks. */
+  peakHour?: number
+  /** Sudden bursts per day: each lifts the rate by 50–100 % for 2–10 minutes, at a random time. */
+  spikesPerDay?: number
+}
+
+const DAY_S = 86_400
+
+/**
+ * A diurnal curve (a cosine between the trough and the peak, one cycle a day) with rectangular
+ * spikes on top, scaled so its highest second is `peakRps`.
+ */
+export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, spikesPerDay = 6 }: GeneratedTraceOptions): Trace => {
+  const random = createRandom(seed)
+  const rates = new Float64Array(durationS)
+  for (let t = 0; t < durationS; t++) {
+    const phase = (2 * Math.PI * (t - peakHour * 3600)) / DAY_S
+    rates[t] = troughShare + (1 - troughShare) * (1 + Math.cos(phase)) / 2
+  }
+  const spikes = Math.round((spikesPerDay * durationS) / DAY_S)
+  for (let i = 0; i < spikes; i++) {
+    const start = random.int(0, durationS - 1)
+    const length = random.int(120, 600)
+    const lift = 1.5 + random.next() / 2
+    for (let t = start; t < Math.min(durationS, start + length); t++) rates[t] *= lift
+  }
+  const max = Math.max(...rates)
+  for (let t = 0; t < durationS; t++) rates[t] *= peakRps / max
+  return { kind: 'rates', ratesPerSecond: rates }
+}
+
+/** Multiplies a rate trace so its highest second is `peakRps` (a recorded day replayed at another scale). */
+export const scaleTrace = (trace: Trace, peakRps: number): Trace => {
+  if (trace.kind !== 'rates') throw new Error('--peak rescales a trace of rates; a trace of timestamps is replayed as recorded')
+  const factor = peakRps / peakRate(trace)
+  return { kind: 'rates', ratesPerSecond: trace.ratesPerSecond.map((r) => r * factor) }
+}
+
+const ascending = (times: Float64Array, file: string): Float64Array => {
+  for (let i = 1; i < times.length; i++) if (!(times[i] >= times[i - 1])) throw new Error(`${file}: timestamps must ascend (entry ${i})`)
+  return times
+}
+
+const finite = (values: number[], file: string): number[] => {
+  const bad = values.findIndex((v) => !Number.isFinite(v) || v < 0)
+  if (bad >= 0) throw new Error(`${file}: entry ${bad} is not a non-negative number`)
+  return values
+}
+
+/**
+ * A recorded trace. CSV with a header line: `rps` (one line per second, the rate in requests per
+ * second) or `timestamp_s` (one line per request, seconds since the start, ascending); other
+ * columns are ignored. JSON: `{"ratesPerSecond": [...]}` or `{"arrivalsS": [...]}`.
+ */
+export const readTrace = (file: string): Trace => {
+  const text = readFileSync(file, 'utf8')
+  if (file.endsWith('.json')) {
+    const json = JSON.parse(text) as { ratesPerSecond?: number[]; arrivalsS?: number[] }
+    if (json.ratesPerSecond) return { kind: 'rates', ratesPerSecond: Float64Array.from(finite(json.ratesPerSecond, file)) }
+    if (json.arrivalsS) return { kind: 'arrivals', timesS: ascending(Float64Array.from(finite(json.arrivalsS, file)), file) }
+    throw new Error(`${file}: expected "ratesPerSecond" or "arrivalsS"`)
+  }
+  const [header, ...lines] = text.split(/\r?\n/).filter((l) => l.trim() !== '')
+  const columns = header.split(',').map((c) => c.trim())
+  const column = (name: string) => finite(lines.map((l) => Number(l.split(',')[columns.indexOf(name)])), file)
+  if (columns.includes('rps')) return { kind: 'rates', ratesPerSecond: Float64Array.from(column('rps')) }
+  if (columns.includes('timestamp_s')) return { kind: 'arrivals', timesS: ascending(Float64Array.from(column('timestamp_s')), file) }
+  throw new Error(`${file}: the header must name a column "rps" or "timestamp_s"`)
+}
+
+/** Arrival times in order, one at a time: `peek` is the next (Infinity past the end), `take` consumes it. */
+export interface ArrivalStream {
+  peek(): number
+  take(): void
+}
+
+/**
+ * Poisson arrivals at a rate constant within each second: memorylessness lets a draw that crosses
+ * into the next second restart there at that second's rate, which makes this exact.
+ */
+const poissonArrivals = (rates: Float64Array, random: Random): ArrivalStream => {
+  let second = 0
+  let next = 0
+  const advance = (from: number) => {
+    let t = from
+    while (second < rates.length) {
+      const rate = rates[second]
+      if (rate > 0) {
+        const candidate = t - Math.log(1 - random.next()) / rate
+        if (candidate < second + 1) {
+          next = candidate
+          return
+        }
+      }
+      second++
+      t = second
+    }
+    next = Infinity
+  }
+  advance(0)
+  return { peek: () => next, take: () => advance(next) }
+}
+
+const replayedArrivals = (times: Float64Array): ArrivalStream => {
+  let i = 0
+  return { peek: () => (i < times.length ? times[i] : Infinity), take: () => void i++ }
+}
+
+export const arrivalsOf = (trace: Trace, random: Random): ArrivalStream =>
+  trace.kind === 'rates' ? poissonArrivals(trace.ratesPerSecond, random) : replayedArrivals(trace.timesS)
