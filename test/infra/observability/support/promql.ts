@@ -22,6 +22,8 @@ export interface PanelQuery {
   panel: string
   refId: string
   expr: string
+  /** Grafana's series name template: `{{label}}` must be a label of the result. */
+  legend: string
 }
 
 /** The fields of the committed dashboard JSON the tests read. */
@@ -34,7 +36,7 @@ export interface PanelView {
   title: string
   datasource?: { type?: string; uid?: string }
   panels?: PanelView[]
-  targets?: Array<{ refId: string; expr: string; datasource?: { uid?: string } }>
+  targets?: Array<{ refId: string; expr: string; legendFormat?: string; datasource?: { uid?: string } }>
   fieldConfig?: { defaults?: { thresholds?: { steps: Array<{ value: number | null }> } } }
 }
 
@@ -43,7 +45,10 @@ export const leafPanels = (d: DashboardView): PanelView[] => d.panels.flatMap((p
 
 /** Every query of every panel. */
 export const panelQueries = (d: DashboardView): PanelQuery[] =>
-  leafPanels(d).flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, refId: t.refId, expr: t.expr })))
+  leafPanels(d).flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, refId: t.refId, expr: t.expr, legend: t.legendFormat ?? '' })))
 
 /** What Grafana sends for the dashboard's variables with "All" selected and a 1 s scrape. */
 export const substituteVariables = (expr: string): string => expr.replaceAll('$model', '.*').replaceAll('$__rate_interval', '1m')
+
+/** The labels a legend template names. */
+export const legendLabels = (legend: string): string[] => [...legend.matchAll(/\{\{\s*(\w+)\s*\}\}/g)].map((m) => m[1]!)
