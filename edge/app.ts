@@ -11,11 +11,12 @@ import { enrich } from './pipeline/enrich/index.ts'
 import { forward } from './pipeline/forward/index.ts'
 import { isolate } from './pipeline/isolate/index.ts'
 import { model, predictModel } from './pipeline/model/index.ts'
-import { normalizationExposition } from './pipeline/normalize/metrics.ts'
 import { normalize } from './pipeline/normalize/index.ts'
 import { rateLimit } from './pipeline/rate-limit/index.ts'
 import { requestId } from './pipeline/request-id/index.ts'
 import { requestLog } from './pipeline/request-log/index.ts'
+import { metricsEndpoint } from './pipeline/request-metrics/endpoint.ts'
+import { requestMetrics } from './pipeline/request-metrics/index.ts'
 import { respond } from './pipeline/respond/index.ts'
 import { route } from './pipeline/route/index.ts'
 import { Pipeline, mount, type Stage } from './pipeline/stage.ts'
@@ -57,9 +58,10 @@ const apiSecureHeaders = (): Stage<object> =>
 
 /**
  * The edge worker's route table. Every request passes isolate → request id → trace context →
- * request log → CORS → secure headers → body checks; each route then adds its stages, and predict
- * runs the whole pipeline of DESIGN's request path: auth → rate limit → model → normalize →
- * validate → enrich → route → forward → respond. Every failure leaves through `onError`.
+ * request log → request metrics → CORS → secure headers → body checks; each route then adds its
+ * stages, and predict runs the whole pipeline of DESIGN's request path: auth → rate limit →
+ * model → normalize → validate → enrich → route → forward → respond. Every failure leaves
+ * through `onError`.
  */
 export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsolate(env, parts)), log }: EdgeAppOptions = {}) => {
   const everyRequest = Pipeline.begin()
@@ -67,6 +69,7 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
     .then(requestId())
     .then(traceContext())
     .then(requestLog(log ? { write: log } : {}))
+    .then(requestMetrics())
     .then(cors({
       // The methods the API has; If-Match and ETag so that a page on an allowed origin can PUT a rollout.
       allowMethods: ['GET', 'HEAD', 'POST', 'PUT'],
@@ -93,9 +96,7 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
   // Serialized once: the document is the same for every request.
   const document = JSON.stringify(openApiDocument())
   app.get('/openapi.json', (c) => c.body(document, 200, { 'content-type': 'application/json' }))
-  mount(app, 'GET', '/metrics', [...admins.since(everyRequest), async (c) =>
-    c.body(normalizationExposition(await c.get('isolate').normalization.totals()), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
-  ])
+  mount(app, 'GET', '/metrics', admins.answer(everyRequest, metricsEndpoint()))
   app.use('/v1/models/:model/rollout/*', ...admins.since(everyRequest))
   app.use('/v1/models/:model/versions/:version/drift', ...admins.since(everyRequest))
   app.route('/', driftRoutes())

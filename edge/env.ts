@@ -34,6 +34,8 @@ export interface Bindings {
   FEATURE_TIMEOUT_MS?: string
   /** Time budget for each other Redis call: rollout state, keys, history, normalization counts (default 200 ms). */
   REDIS_TIMEOUT_MS?: string
+  /** Longest time request counts wait in an isolate before they are flushed to Redis (default 1000 ms). */
+  METRICS_FLUSH_MS?: string
   /** Lambda CPU tier used when the backend is saturated or down; unset disables the fallback. */
   LAMBDA_FUNCTION?: string
   LAMBDA_REGION?: string

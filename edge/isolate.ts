@@ -14,11 +14,13 @@ import { LambdaTransport } from './pipeline/forward/lambda-transport.ts'
 import type { ProtocolReader, Transport } from './pipeline/forward/transport.ts'
 import { ModelCatalog } from './pipeline/model/catalog.ts'
 import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './pipeline/normalize/metrics.ts'
+import { DEFAULT_METRICS_FLUSH_MS, RequestMetrics, UpstashTally } from './pipeline/request-metrics/store.ts'
 import { SlidingWindowLimiter, type RateLimiter } from './pipeline/rate-limit/sliding-window.ts'
 import { UpstashRateLimiter } from './pipeline/rate-limit/upstash-limiter.ts'
 import { Reroutes } from './pipeline/route/reroutes.ts'
 import { type SchemaCache, createSchemaCache } from './pipeline/validate/compile-spec.ts'
 import { BackendMonitor } from './rollout/backend-monitor.ts'
+import { countedHistory } from './rollout/counted-history.ts'
 import { MemoryHistoryStore, type HistoryStore } from './rollout/history-store.ts'
 import type { MonitorSource } from './rollout/monitor-source.ts'
 import { MemoryRolloutStore, type RolloutStore } from './rollout/store.ts'
@@ -64,7 +66,7 @@ export interface Isolate {
   reader: ProtocolReader
   catalog: ModelCatalog
   rollouts: RolloutStore
-  /** Rollout decisions and changes. */
+  /** Rollout decisions and changes, each counted in `requestMetrics`. */
   history: HistoryStore
   /** Where the rollout controller reads each arm's window (the backend's drift reports); none without a backend. */
   monitor?: MonitorSource
@@ -77,6 +79,8 @@ export interface Isolate {
   features: FeatureReader
   /** Input fixes per API key: shared through Redis when configured. */
   normalization: NormalizationMetrics
+  /** Request and rollout-decision counts: summed in Redis when configured, else this isolate's. */
+  requestMetrics: RequestMetrics
   /** Requests routed off arms whose version is not served. */
   reroutes: Reroutes
   /** Validators compiled from feature specs. */
@@ -153,6 +157,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   const store: FeatureStore = redis
     ? new UpstashFeatureStore({ url: env.UPSTASH_REDIS_REST_URL!, token: env.UPSTASH_REDIS_REST_TOKEN! })
     : new MemoryFeatureStore(featureSeed)
+  const requestMetrics = parts.requestMetrics ?? new RequestMetrics(redis ? { shared: new UpstashTally(redis, bounded), flushEveryMs: positive(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS) } : {})
   // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
   const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   return {
@@ -161,13 +166,14 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     reader: parts.reader ?? http ?? noBackend,
     catalog: parts.catalog ?? new ModelCatalog({ transport }),
     rollouts: parts.rollouts ?? (redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore()),
-    history: parts.history ?? (redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore()),
+    history: countedHistory(parts.history ?? (redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore()), requestMetrics),
     ...(drift ? { drift } : {}),
     ...((parts.monitor ?? drift) ? { monitor: parts.monitor ?? drift } : {}),
     limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),
     keys: parts.keys ?? keysFrom(env, redis ? new UpstashKeyStore(redis, bounded) : undefined),
     features: parts.features ?? new CachedFeatureStore(store, { timeoutMs: settings.featureTimeoutMs }),
     normalization: parts.normalization ?? (redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics()),
+    requestMetrics,
     reroutes: parts.reroutes ?? new Reroutes(),
     validators: parts.validators ?? createSchemaCache(),
     telemetry: parts.telemetry ?? telemetryFrom(env),

@@ -74,7 +74,8 @@ export class UpstashNormalizationMetrics implements NormalizationMetrics {
   }
 }
 
-const label = (value: string): string => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
+/** A label value escaped for the text exposition. */
+export const labelValue = (value: string): string => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 
 /** Prometheus text exposition of the totals. */
 export const normalizationExposition = (totals: NormalizationTotals): string => {
@@ -82,10 +83,10 @@ export const normalizationExposition = (totals: NormalizationTotals): string => 
   return [
     '# HELP edge_input_normalized_requests_total Requests whose input the edge had to fix (double encoding, BOM, whitespace, numeric strings), by API key.',
     '# TYPE edge_input_normalized_requests_total counter',
-    ...keys.map((k) => `edge_input_normalized_requests_total{key="${label(k)}"} ${totals[k].requests}`),
+    ...keys.map((k) => `edge_input_normalized_requests_total{key="${labelValue(k)}"} ${totals[k].requests}`),
     '# HELP edge_input_normalization_fixes_total Input fixes applied, by API key.',
     '# TYPE edge_input_normalization_fixes_total counter',
-    ...keys.map((k) => `edge_input_normalization_fixes_total{key="${label(k)}"} ${totals[k].fixes}`),
+    ...keys.map((k) => `edge_input_normalization_fixes_total{key="${labelValue(k)}"} ${totals[k].fixes}`),
     '',
   ].join('\n')
 }

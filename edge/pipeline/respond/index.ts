@@ -3,10 +3,13 @@ import type { InferResponse } from '../../../shared/protocol.ts'
 import { inBackground } from '../../background.ts'
 import { Problem } from '../../problem.ts'
 import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
-import type { InferCall, Transport } from '../forward/transport.ts'
+import type { InferCall } from '../forward/transport.ts'
+import type { Isolate } from '../../isolate.ts'
 import type { PredictableModel } from '../model/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
+
+type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>
 
 export interface Prediction {
   label: string
@@ -43,18 +46,25 @@ const predictionsOf = (response: InferResponse, model: PredictableModel, rows: n
 
 /**
  * Sends the same rows to the shadow version and records how often it agrees with what the
- * client got. The shadow's answer never reaches the client, and its failure never fails the request.
+ * client got, and counts the call (variant "shadow") with its own outcome and duration. The
+ * shadow's answer never reaches the client, and its failure never fails the request.
  */
-const compareWithShadow = async (transport: Transport, call: InferCall, served: Prediction[], model: PredictableModel, servedVersion: number): Promise<void> => {
+const compareWithShadow = async ({ transport, requestMetrics }: ShadowParts, call: InferCall, served: Prediction[], model: PredictableModel, servedVersion: number): Promise<void> => {
   const base = { msg: 'shadow', model: model.name, version: servedVersion, shadow_version: call.version, request_id: call.requestId }
+  const sent = Date.now()
+  let code = 200
   try {
     const shadowed = predictionsOf(await transport.infer(call), model, served.length)
     const agreeing = shadowed.filter((p, i) => p.label === served[i].label).length
     const maxDiff = Math.max(...shadowed.map((p, i) => Math.abs(p.probability - served[i].scores[p.label])))
     console.log(JSON.stringify({ level: 'info', ...base, rows: served.length, agreement: agreeing / served.length, max_probability_diff: maxDiff }))
   } catch (err) {
+    code = err instanceof Problem ? err.status : 500
     console.log(JSON.stringify({ level: 'warn', ...base, error: err instanceof Error ? err.message : String(err) }))
   }
+  // Shadows never go to the fallback tier: an answer is the backend's, a failure the edge's to report.
+  requestMetrics.request({ model: model.name, version: String(call.version), variant: 'shadow', code, servedBy: code === 200 ? 'backend' : 'edge', seconds: (Date.now() - sent) / 1e3 })
+  await requestMetrics.flushDue()
 }
 
 /**
@@ -62,7 +72,7 @@ const compareWithShadow = async (transport: Transport, call: InferCall, served: 
  * instance (duplicates fanned back out), starts the shadow comparison when the request has one,
  * and says which tier served it and where the time went.
  */
-export const respond = (): Responder<ForwardNeeds & ForwardVariables> =>
+export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate: ShadowParts }> =>
   function respond(c) {
     const model = c.get('model')
     const { version, variant, shadow } = c.get('assignment')
@@ -75,7 +85,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables> =>
         model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'),
         deadlineAt: Date.now() + (deadlineAt - receivedAt), ...callSpan(c, 'shadow'), shadow: true,
       }
-      inBackground(c, compareWithShadow(c.get('isolate').transport, call, rows, model, version))
+      inBackground(c, compareWithShadow(c.get('isolate'), call, rows, model, version))
     }
     const res = c.json({
       model: model.name,

@@ -1,0 +1,90 @@
+import { labelValue } from '../normalize/metrics.ts'
+import { BUCKET, DECISIONS, DURATION_BUCKETS, REQUESTS, SUM_US, type Tally, field, fieldParts } from './store.ts'
+
+/** One arm's share of a model's traffic, as the rollout store holds it at scrape time. */
+export interface ArmWeight {
+  model: string
+  version: number
+  arm: string
+  weight: number
+}
+
+export const REQUESTS_METRIC = 'edge_infer_edge_requests_total'
+export const DURATION_METRIC = 'edge_infer_edge_request_duration_seconds'
+export const WEIGHT_METRIC = 'edge_infer_rollout_weight_percent'
+export const DECISIONS_METRIC = 'edge_infer_rollout_decisions_total'
+
+const labels = (pairs: ReadonlyArray<readonly [string, string]>): string => `{${pairs.map(([k, v]) => `${k}="${labelValue(v)}"`).join(',')}}`
+
+const family = (name: string, type: string, help: string, samples: string[]): string[] => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples]
+
+/** A field's label values, when it is of `kind` and has `arity` of them (a hand-written field may not). */
+const valuesOf = (name: string, kind: string, arity: number): string[] | undefined => {
+  const parts = fieldParts(name)
+  return parts[0] === kind && parts.length === arity + 1 ? parts.slice(1) : undefined
+}
+
+const statusClass = (code: string): string => `${code.charAt(0)}xx`
+
+const requestSamples = (tally: Tally): string[] => {
+  const samples: string[] = []
+  for (const [name, count] of tally) {
+    const v = valuesOf(name, REQUESTS, 5)
+    if (!v) continue
+    const [model, version, variant, code, servedBy] = v
+    samples.push(`${REQUESTS_METRIC}${labels([['model', model], ['version', version], ['variant', variant], ['status_class', statusClass(code)], ['code', code], ['served_by', servedBy]])} ${count}`)
+  }
+  return samples.sort()
+}
+
+/** Per (model, version, variant): the cumulative buckets, the sum and the count, from the per-bucket counts. */
+const durationSamples = (tally: Tally): string[] => {
+  const series = new Map<string, string[]>()
+  for (const name of tally.keys()) {
+    const v = valuesOf(name, BUCKET, 4)
+    if (v) series.set(field(v[0], v[1], v[2]), v.slice(0, 3))
+  }
+  const samples: string[] = []
+  for (const [key, [model, version, variant]] of [...series].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const base: Array<[string, string]> = [['model', model], ['version', version], ['variant', variant]]
+    let cumulative = 0
+    DURATION_BUCKETS.forEach((le, i) => {
+      cumulative += tally.get(field(BUCKET, key, i)) ?? 0
+      samples.push(`${DURATION_METRIC}_bucket${labels([...base, ['le', String(le)]])} ${cumulative}`)
+    })
+    cumulative += tally.get(field(BUCKET, key, DURATION_BUCKETS.length)) ?? 0
+    samples.push(`${DURATION_METRIC}_bucket${labels([...base, ['le', '+Inf']])} ${cumulative}`)
+    samples.push(`${DURATION_METRIC}_sum${labels(base)} ${(tally.get(field(SUM_US, key)) ?? 0) / 1e6}`)
+    samples.push(`${DURATION_METRIC}_count${labels(base)} ${cumulative}`)
+  }
+  return samples
+}
+
+const decisionSamples = (tally: Tally): string[] => {
+  const samples: string[] = []
+  for (const [name, count] of tally) {
+    const v = valuesOf(name, DECISIONS, 2)
+    if (v) samples.push(`${DECISIONS_METRIC}${labels([['model', v[0]], ['action', v[1]]])} ${count}`)
+  }
+  return samples.sort()
+}
+
+/** The models the counts name (for rollout weights when the backend cannot list its models). */
+export const countedModels = (tally: Tally): string[] => {
+  const models = new Set<string>()
+  for (const name of tally.keys()) {
+    const v = valuesOf(name, REQUESTS, 5)
+    if (v && v[0] !== 'other' && v[0] !== 'none') models.add(v[0])
+  }
+  return [...models]
+}
+
+/** Prometheus text exposition (0.0.4) of the request counts, their durations, the rollout weights and decisions. */
+export const requestMetricsExposition = (tally: Tally, weights: readonly ArmWeight[]): string =>
+  [
+    ...family(REQUESTS_METRIC, 'counter', 'Requests the edge answered (refusals included) and shadow calls, by model, routed version, variant, status and the tier whose answer it was (edge: the edge answered itself).', requestSamples(tally)),
+    ...family(DURATION_METRIC, 'histogram', 'Time from a request\'s arrival at the edge to its response (shadow calls: from sending to answer), by model, routed version and variant.', durationSamples(tally)),
+    ...family(WEIGHT_METRIC, 'gauge', 'Share of a model\'s traffic each rollout arm gets, in percent, as the rollout store holds it now.', weights.map((w) => `${WEIGHT_METRIC}${labels([['model', w.model], ['version', String(w.version)], ['arm', w.arm]])} ${w.weight}`).sort()),
+    ...family(DECISIONS_METRIC, 'counter', 'Rollout decisions and changes recorded in the rollout history, by model and action.', decisionSamples(tally)),
+    '',
+  ].join('\n')

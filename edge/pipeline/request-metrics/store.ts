@@ -1,0 +1,223 @@
+import type { Redis } from '@upstash/redis'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
+import { Problem } from '../../problem.ts'
+
+/** Upper bounds (seconds) of the request-duration histogram's buckets; one more bucket holds the rest (+Inf). */
+export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
+
+/** Which tier's answer a response carries; `edge` for every answer the edge made itself. */
+export type ServedBy = 'backend' | 'lambda' | 'edge'
+
+/** One answered request (or shadow call), labelled as the metrics label it. */
+export interface RequestOutcome {
+  model: string
+  version: string
+  variant: string
+  code: number
+  servedBy: ServedBy
+  seconds: number
+}
+
+/**
+ * Every series is one field of a tally (and of the Redis hash): its kind and label values joined
+ * by spaces, which no label value holds (model names, variants and actions are `[a-z0-9._-]`).
+ * Bucket counts are per bucket, not cumulative, so that every isolate's deltas simply add up.
+ */
+export type Tally = Map<string, number>
+
+const SEPARATOR = ' '
+export const REQUESTS = 'requests'
+export const BUCKET = 'bucket'
+/** Durations summed in whole microseconds: integer increments add exactly, in Redis as here. */
+export const SUM_US = 'sum_us'
+export const DECISIONS = 'decisions'
+
+export const field = (...parts: ReadonlyArray<string | number>): string => parts.join(SEPARATOR)
+export const fieldParts = (name: string): string[] => name.split(SEPARATOR)
+
+const bucketOf = (seconds: number): number => {
+  let i = 0
+  while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]) i++
+  return i
+}
+
+/** Where every isolate's deltas are summed: a Redis hash, when Upstash is configured. */
+export interface SharedTally {
+  add(deltas: Tally): Promise<void>
+  read(): Promise<Tally>
+}
+
+export const REQUEST_METRICS_HASH = 'metrics:requests'
+
+export interface UpstashTallyOptions {
+  /** Longest wait for Redis per flush or read (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
+  timeoutMs?: number
+}
+
+/** The hash `metrics:requests`: one HINCRBY per changed field, all in one pipelined round trip. */
+export class UpstashTally implements SharedTally {
+  readonly #timeoutMs: number
+
+  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS }: UpstashTallyOptions = {}) {
+    this.#timeoutMs = timeoutMs
+  }
+
+  async add(deltas: Tally): Promise<void> {
+    const pipeline = this.redis.pipeline()
+    for (const [name, delta] of deltas) pipeline.hincrby(REQUEST_METRICS_HASH, name, delta)
+    await within(pipeline.exec(), this.#timeoutMs)
+  }
+
+  async read(): Promise<Tally> {
+    const fields = (await within(this.redis.hgetall<Record<string, unknown>>(REQUEST_METRICS_HASH), this.#timeoutMs).catch(() => {
+      throw new Problem(503, 'Service Unavailable', 'the shared request counts cannot be read right now; retry shortly', { slug: 'metrics-unavailable', headers: { 'retry-after': '1' } })
+    })) ?? {}
+    const tally: Tally = new Map()
+    for (const [name, value] of Object.entries(fields)) {
+      const n = Number(value)
+      if (Number.isSafeInteger(n)) tally.set(name, n)
+    }
+    return tally
+  }
+}
+
+export interface RequestMetricsOptions {
+  /** Where isolates sum their counts; none keeps this isolate's own. */
+  shared?: SharedTally
+  /** Longest time deltas wait in the isolate before a flush to `shared` starts (default 1000 ms). */
+  flushEveryMs?: number
+  /** Changed fields at which a flush starts at once, without waiting for the interval (default 256). */
+  flushAtFields?: number
+  /** Most changed fields held while flushes fail; deltas of new fields beyond it are dropped (default 4096). */
+  maxPendingFields?: number
+  now?: () => number
+  sleep?: (ms: number) => Promise<void>
+  log?: (line: string) => void
+}
+
+export const DEFAULT_METRICS_FLUSH_MS = 1_000
+
+const add = (tally: Tally, name: string, delta: number): void => {
+  tally.set(name, (tally.get(name) ?? 0) + delta)
+}
+
+/**
+ * The edge's request and rollout-decision counts. Recording is synchronous and touches only the
+ * isolate's memory: with Redis, the deltas go out in one pipelined batch at most every
+ * `flushEveryMs` (sooner when many fields changed), in the background of a request, so Redis is
+ * never on a request's path. A flush that fails or times out puts its deltas back for the next
+ * one; an isolate evicted between flushes loses what it counted since the last one.
+ */
+export class RequestMetrics {
+  readonly #shared: SharedTally | undefined
+  readonly #flushEveryMs: number
+  readonly #flushAtFields: number
+  readonly #maxPendingFields: number
+  readonly #now: () => number
+  readonly #sleep: (ms: number) => Promise<void>
+  readonly #log: (line: string) => void
+  /** Without Redis, the totals; with it, what has not been flushed yet. */
+  #counts: Tally = new Map()
+  /** Models the catalog described, so refusals that name them keep the name (others are "other"). */
+  readonly #models = new Set<string>()
+  #lastFlushAt: number
+  #scheduled = false
+  #flushing: Promise<void> | undefined
+  #failing = false
+
+  constructor({
+    shared,
+    flushEveryMs = DEFAULT_METRICS_FLUSH_MS,
+    flushAtFields = 256,
+    maxPendingFields = 4_096,
+    now = Date.now,
+    sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    log = (line) => console.error(line),
+  }: RequestMetricsOptions = {}) {
+    this.#shared = shared
+    this.#flushEveryMs = flushEveryMs
+    this.#flushAtFields = flushAtFields
+    this.#maxPendingFields = maxPendingFields
+    this.#now = now
+    this.#sleep = sleep
+    this.#log = log
+    this.#lastFlushAt = now()
+  }
+
+  /** Notes a model the catalog knows. */
+  knowModel(name: string): void {
+    this.#models.add(name)
+  }
+
+  knowsModel(name: string): boolean {
+    return this.#models.has(name)
+  }
+
+  request({ model, version, variant, code, servedBy, seconds }: RequestOutcome): void {
+    add(this.#counts, field(REQUESTS, model, version, variant, code, servedBy), 1)
+    add(this.#counts, field(BUCKET, model, version, variant, bucketOf(seconds)), 1)
+    add(this.#counts, field(SUM_US, model, version, variant), Math.round(seconds * 1e6))
+  }
+
+  decision(model: string, action: string): void {
+    add(this.#counts, field(DECISIONS, model, action), 1)
+  }
+
+  /**
+   * The flush these counts need, for the caller to run in the background (`waitUntil`): at once
+   * when many fields changed, else when the interval since the last flush is over. Undefined
+   * when none is needed or one is already on its way.
+   */
+  flushDue(): Promise<void> | undefined {
+    if (!this.#shared || this.#counts.size === 0) return undefined
+    if (this.#counts.size >= this.#flushAtFields && !this.#flushing) return this.flush()
+    if (this.#scheduled) return undefined
+    this.#scheduled = true
+    const wait = Math.max(0, this.#lastFlushAt + this.#flushEveryMs - this.#now())
+    return this.#sleep(wait).then(() => {
+      this.#scheduled = false
+      return this.flush()
+    })
+  }
+
+  /** Sends the deltas to Redis; never rejects (what does not land is kept for the next flush). */
+  flush(): Promise<void> {
+    if (this.#flushing) return this.#flushing
+    const shared = this.#shared
+    if (!shared || this.#counts.size === 0) return Promise.resolve()
+    const batch = this.#counts
+    this.#counts = new Map()
+    this.#lastFlushAt = this.#now()
+    this.#flushing = shared.add(batch).then(
+      () => {
+        this.#failing = false
+      },
+      (err: unknown) => this.#keep(batch, err),
+    ).finally(() => {
+      this.#flushing = undefined
+    })
+    return this.#flushing
+  }
+
+  /** Every count: this isolate's, or with Redis every isolate's after this one's deltas are flushed. */
+  async totals(): Promise<Tally> {
+    if (!this.#shared) return new Map(this.#counts)
+    while (this.#flushing) await this.#flushing
+    await this.flush()
+    return this.#shared.read()
+  }
+
+  /** Puts a failed batch back under the pending deltas, as far as the bound allows. */
+  #keep(batch: Tally, err: unknown): void {
+    let dropped = 0
+    for (const [name, delta] of batch) {
+      if (this.#counts.has(name) || this.#counts.size < this.#maxPendingFields) add(this.#counts, name, delta)
+      else dropped++
+    }
+    // Once per outage, not once per flush.
+    if (!this.#failing || dropped > 0) {
+      this.#log(JSON.stringify({ level: 'warn', msg: 'request metrics not flushed to Redis; kept for the next flush', fields: batch.size, dropped_fields: dropped, error: err instanceof Error ? err.message : String(err) }))
+    }
+    this.#failing = true
+  }
+}
