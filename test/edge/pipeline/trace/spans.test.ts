@@ -1,5 +1,12 @@
+import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
+import type { AppEnv } from '../../../../edge/env.ts'
+import { createIsolate } from '../../../../edge/isolate.ts'
+import { isolate } from '../../../../edge/pipeline/isolate/index.ts'
+import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
+import { traced } from '../../../../edge/pipeline/trace/spans.ts'
+import { telemetryFrom } from '../../../../edge/telemetry/index.ts'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
@@ -62,5 +69,45 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
     const status = Object.fromEntries(spans.map((s) => [s.name, s.attributes['http.response.status_code']]))
     expect(status).toEqual({ 'edge.request': 404, 'edge.auth': undefined, 'edge.rate_limit': undefined, 'edge.model': 404 })
     expect(spans.find((s) => s.name === 'edge.request')!.service).toBe('edge-infer-edge')
+  })
+
+  it('ends a stage\'s span when the stage hands on, and makes it the current span while it runs', async () => {
+    interface OtlpSpan { name: string; spanId: string; startTimeUnixNano: string; endTimeUnixNano: string }
+    const exported: OtlpSpan[] = []
+    // The exporter's own fetch, reading what the real serializer wrote.
+    const capture = async (_url: RequestInfo | URL, init?: RequestInit) => {
+      const body = JSON.parse(new TextDecoder().decode(init!.body as Uint8Array)) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
+      exported.push(...body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans)))
+      return new Response('{}')
+    }
+    const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.test' }, { fetch: capture })!
+    const seen: Record<string, string> = {}
+    const app = new Hono<AppEnv>()
+    app.use('*', isolate({ isolateFor: () => createIsolate({} as never, { telemetry }) }))
+    app.use('*', traceContext())
+    app.use('*', traced('outer', async (c, next) => {
+      seen.outer = c.get('traceparent')
+      await next()
+      seen.afterNext = c.get('traceparent')
+    }))
+    // Untraced time between the two stages (the SDK stamps a span's start in whole milliseconds).
+    app.use('*', async (_c, next) => {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      await next()
+    })
+    app.get('/', traced('inner', (c) => {
+      seen.inner = c.get('traceparent')
+      return c.text('ok')
+    }))
+    const res = await app.request('/')
+    expect(res.status).toBe(200)
+    await until(() => exported.length === 3)
+    const byName = Object.fromEntries(exported.map((span) => [span.name, span]))
+    expect(Object.keys(byName).sort()).toEqual(['edge.inner', 'edge.outer', 'edge.request'])
+    expect(BigInt(byName['edge.outer'].endTimeUnixNano)).toBeLessThanOrEqual(BigInt(byName['edge.inner'].startTimeUnixNano))
+    expect(seen.outer.slice(36, 52)).toBe(byName['edge.outer'].spanId)
+    expect(seen.inner.slice(36, 52)).toBe(byName['edge.inner'].spanId)
+    // Past its stage, a call goes out under the request's span again.
+    expect(seen.afterNext.slice(36, 52)).toBe(byName['edge.request'].spanId)
   })
 })
