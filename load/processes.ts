@@ -115,3 +115,14 @@ export const installSignalHandlers = (): void => {
     for (const child of children) signalGroup(child.process, 'SIGKILL')
   })
 }
+
+/** `work`, or a rejection naming `what` after `ms`: every wait on another system has a bound. */
+export const within = async <T>(ms: number, what: string, work: Promise<T>): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`gave up waiting ${ms} ms for ${what}`)), ms)))
+  try {
+    return await Promise.race([work, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}

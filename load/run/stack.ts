@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../edge/pipeline/auth/api-key.ts'
 import { confirmBackend, confirmEdge } from '../../infra/local/stack-checks.ts'
 import { findWorkerdPid } from '../edge/workerd-pid.ts'
-import { onCleanup, runToEnd } from '../processes.ts'
+import { onCleanup, runToEnd, within } from '../processes.ts'
 import { ROOT, startServer, type ServerProcess } from '../servers.ts'
 
 /**
@@ -31,16 +31,6 @@ export interface LocalStack {
 /** Bounds on each start: a stack that does not come up fails the run rather than hanging it. */
 const LISTEN_TIMEOUT_MS = 90_000
 const POLL = { tries: 300, everyMs: 200 }
-
-const within = async <T>(ms: number, what: string, work: Promise<T>): Promise<T> => {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`gave up waiting ${ms} ms for ${what}`)), ms)))
-  try {
-    return await Promise.race([work, timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /** `wrangler deploy --dry-run`: the worker bundled exactly as a deploy would; answers worker.js's path. */
 const bundleEdge = async (): Promise<string> => {
