@@ -124,7 +124,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
         for: '15m',
         severity: 'warning',
         summary: '{{ $labels.model }} v{{ $labels.version }}: dataset drift verdict critical for 15 min',
-        runbook: 'Drift heatmap: which features turned critical together. A shared upstream change: fix the source or plan retraining with a new baseline; until then watch the prediction histogram and error ratio.',
+        runbook: 'Panel "Drift verdict per feature": which features turned critical together. A shared upstream change: fix the source or plan retraining with a new baseline; until then watch the prediction histogram and error ratio.',
       },
       {
         alert: 'EdgeInferCanaryRolledBack',

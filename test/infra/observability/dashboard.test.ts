@@ -40,6 +40,13 @@ describe('the dashboard', () => {
     }
   })
 
+  it('every panel a runbook sends the reader to is on the dashboard', async () => {
+    const titles = leafPanels(await committed()).map((p) => p.title)
+    const named = allAlerts().flatMap((a) => [...a.runbook.matchAll(/[Pp]anels? ((?:"[^"]+"(?:,| and)? ?)+)/g)].flatMap((m) => [...m[1]!.matchAll(/"([^"]+)"/g)].map((t) => t[1]!)))
+    expect(named.length).toBeGreaterThan(3)
+    for (const title of named) expect(titles.some((t) => t.startsWith(title)), title).toBe(true)
+  })
+
   it('draws the queue depth per replica against the KEDA target from infra/k8s', async () => {
     const [panel] = leafPanels(await committed()).filter((p) => p.title.startsWith('Queue depth per replica'))
     expect(panel!.targets![0]!.expr).toContain(queueDepthQuery(defaultConfig))

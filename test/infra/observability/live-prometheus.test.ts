@@ -143,6 +143,7 @@ describe('rules and dashboard against a live Prometheus', () => {
     expect(Object.keys(await predicts(2, { key: limited })).map((o) => o.split(' ')[0]).sort()).toEqual(['200', '429'])
 
     const all = queries()
+    expect(Object.keys(EXPECTED_EMPTY).filter((name) => !all.some((q) => q.name === name)), 'stale entries of EXPECTED_EMPTY').toEqual([])
     const expectData = all.filter((q) => !(q.name in EXPECTED_EMPTY))
     const empty = async () => {
       const missing: string[] = []
