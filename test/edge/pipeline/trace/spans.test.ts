@@ -75,7 +75,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
     interface OtlpSpan { name: string; spanId: string; startTimeUnixNano: string; endTimeUnixNano: string }
     const exported: OtlpSpan[] = []
     // The exporter's own fetch, reading what the real serializer wrote.
-    const capture = async (_url: RequestInfo | URL, init?: RequestInit) => {
+    const capture = async (_url: string | URL | Request, init?: RequestInit) => {
       const body = JSON.parse(new TextDecoder().decode(init!.body as Uint8Array)) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
       exported.push(...body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans)))
       return new Response('{}')
@@ -95,7 +95,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
       await new Promise((resolve) => setTimeout(resolve, 5))
       await next()
     })
-    app.get('/', traced('inner', (c) => {
+    app.get('/', traced('inner', async (c) => {
       seen.inner = c.get('traceparent')
       return c.text('ok')
     }))
