@@ -4,6 +4,7 @@ import { PanelBuilder as HeatmapPanel } from '@grafana/grafana-foundation-sdk/he
 import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus'
 import { PanelBuilder as StateTimelinePanel } from '@grafana/grafana-foundation-sdk/statetimeline'
 import { PanelBuilder as TimeseriesPanel } from '@grafana/grafana-foundation-sdk/timeseries'
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
 import { queueDepthQuery } from '../k8s/autoscaling.ts'
 import { defaultConfig, type ClusterConfig } from '../k8s/config.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../k8s/sizing.ts'
@@ -33,7 +34,7 @@ const withLine = <P extends TimeseriesPanel>(panel: P, value: number): P =>
   panel.thresholds(threshold(value)).thresholdsStyle(new common.GraphThresholdsStyleConfigBuilder().mode(common.GraphThresholdsStyleMode.Dashed))
 
 const rate = (selector: string) => `rate(${selector}[$__rate_interval])`
-const edgeRequests = (matchers = '') => `edge_infer_edge_requests_total{${[MODEL, matchers].filter(Boolean).join(',')}}`
+const edgeRequests = (matchers = '') => `${REQUESTS_METRIC}{${[MODEL, matchers].filter(Boolean).join(',')}}`
 const perVariant = (matchers = '') => `sum by (variant, version) (${rate(edgeRequests(matchers))})`
 const quantiles = (histogram: string, by: string, legend: string): Array<[string, string]> =>
   [0.5, 0.99].map((q) => [`histogram_quantile(${q}, sum by (le, ${by}) (${rate(`${histogram}_bucket{${MODEL}}`)}))`, `p${q * 100} ${legend}`])
@@ -48,8 +49,10 @@ const edgePanels = () => [
     [`(${perVariant('status_class="5xx"')} or ${perVariant()} * 0) / ${perVariant()}`, '5xx ratio {{variant}} v{{version}}'],
   ]),
   timeseries('Non-2xx answers by code', 'reqps', [[`sum by (code, variant) (${rate(edgeRequests('status_class!="2xx"'))})`, '{{code}} {{variant}}']]),
-  timeseries('p50 / p99 per variant (edge)', 's', quantiles('edge_infer_edge_request_duration_seconds', 'variant, version', '{{variant}} v{{version}}')),
+  timeseries('p50 / p99 per variant (edge)', 's', quantiles(DURATION_METRIC, 'variant, version', '{{variant}} v{{version}}')),
   timeseries('Served by tier', 'reqps', [[`sum by (served_by) (${rate(edgeRequests())})`, '{{served_by}}']]),
+  // Per API key, all models: a client with an encoding bug shows here.
+  timeseries('Inputs the edge had to fix, per API key', 'reqps', [['sum by (key) (rate(edge_input_normalized_requests_total[$__rate_interval]))', '{{key}}']]),
   timeseries(`Latency SLO burn rate (${LATENCY_SLO.objective * 100}% within ${LATENCY_SLO.thresholdSeconds * 1000} ms)`, 'x', (['5m', '1h', '6h'] as const).map((w) => [
     `${sloErrorRatio(w)}{${MODEL}} / ${Number((1 - LATENCY_SLO.objective).toPrecision(6))}`, `${w} {{model}}`,
   ])),
@@ -97,11 +100,11 @@ const driftPanels = () => [
     .mappings([{ type: MappingType.ValueToText, options: Object.fromEntries(VERDICTS.map(([value, text, color], index) => [String(value), { text, color, index }])) }])
     .withTarget(query(`max by (version, feature) (edge_infer_backend_drift_verdict{${MODEL}})`, 'v{{version}} {{feature}}', 'A')),
   timeseries('PSI per feature', 'short', [[`max by (version, feature) (edge_infer_backend_drift_psi{${MODEL}})`, 'v{{version}} {{feature}}']]),
-  timeseries('Rollout weights', 'percent', [[`max by (version, arm) (edge_infer_rollout_weight_percent{${MODEL}})`, '{{arm}} v{{version}}']])
+  timeseries('Rollout weights', 'percent', [[`max by (version, arm) (${WEIGHT_METRIC}{${MODEL}})`, '{{arm}} v{{version}}']])
     .stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal))
     .min(0)
     .max(100),
-  timeseries('Rollout decisions', 'short', [[`sum by (action) (increase(edge_infer_rollout_decisions_total{${MODEL}}[$__rate_interval]))`, '{{action}}']])
+  timeseries('Rollout decisions', 'short', [[`sum by (action) (increase(${DECISIONS_METRIC}{${MODEL}}[$__rate_interval]))`, '{{action}}']])
     .drawStyle(common.GraphDrawStyle.Bars),
 ]
 

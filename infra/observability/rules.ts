@@ -1,3 +1,4 @@
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
 import { defaultConfig } from '../k8s/config.ts'
 
 /**
@@ -53,8 +54,6 @@ const sumRate = (by: string, selector: string, window: string): string => `sum b
 const quantile = (q: number, histogram: string, by: string, window = '5m'): string =>
   `histogram_quantile(${q}, sum by (le, ${by}) (rate(${histogram}_bucket[${window}])))`
 
-const EDGE_REQUESTS = 'edge_infer_edge_requests_total'
-const EDGE_DURATION = 'edge_infer_edge_request_duration_seconds'
 const EDGE_BY = 'model, version, variant'
 const BACKEND_BY = 'model, version'
 /** What a client waited for: every variant but the shadow copy. */
@@ -64,20 +63,20 @@ export const sloErrorRatio = (window: SloWindow): string => `model:edge_infer_sl
 
 const sloRecordings: RecordingRule[] = SLO_WINDOWS.map((window) => ({
   record: sloErrorRatio(window),
-  expr: `1 - ${sumRate('model', `${EDGE_DURATION}_bucket{${CLIENT_FACING},le="${LATENCY_SLO.thresholdSeconds}"}`, window)} / ${sumRate('model', `${EDGE_DURATION}_count{${CLIENT_FACING}}`, window)}`,
+  expr: `1 - ${sumRate('model', `${DURATION_METRIC}_bucket{${CLIENT_FACING},le="${LATENCY_SLO.thresholdSeconds}"}`, window)} / ${sumRate('model', `${DURATION_METRIC}_count{${CLIENT_FACING}}`, window)}`,
 }))
 
 export const recordingGroups: Array<RuleGroup<RecordingRule>> = [
   {
     name: 'edge-infer-edge.recording',
     rules: [
-      { record: 'model_version_variant:edge_infer_edge_requests:rate5m', expr: sumRate(EDGE_BY, EDGE_REQUESTS, '5m') },
+      { record: 'model_version_variant:edge_infer_edge_requests:rate5m', expr: sumRate(EDGE_BY, REQUESTS_METRIC, '5m') },
       {
         record: 'model_version_variant:edge_infer_edge_errors:ratio_rate5m',
-        expr: ratioOrZero(sumRate(EDGE_BY, `${EDGE_REQUESTS}{status_class="5xx"}`, '5m'), sumRate(EDGE_BY, EDGE_REQUESTS, '5m')),
+        expr: ratioOrZero(sumRate(EDGE_BY, `${REQUESTS_METRIC}{status_class="5xx"}`, '5m'), sumRate(EDGE_BY, REQUESTS_METRIC, '5m')),
       },
-      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p50_5m', expr: quantile(0.5, EDGE_DURATION, EDGE_BY) },
-      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p99_5m', expr: quantile(0.99, EDGE_DURATION, EDGE_BY) },
+      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p50_5m', expr: quantile(0.5, DURATION_METRIC, EDGE_BY) },
+      { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p99_5m', expr: quantile(0.99, DURATION_METRIC, EDGE_BY) },
       ...sloRecordings,
     ],
   },
@@ -128,7 +127,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       },
       {
         alert: 'EdgeInferCanaryRolledBack',
-        signal: 'sum by (model) (increase(edge_infer_rollout_decisions_total{action="rollback"}[15m]))',
+        signal: `sum by (model) (increase(${DECISIONS_METRIC}{action="rollback"}[15m]))`,
         condition: '> 0',
         for: '0m',
         severity: 'warning',
@@ -158,7 +157,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       },
       {
         alert: 'EdgeInferEdgeTooManyRequests',
-        signal: ratioOrZero(sumRate('model', `${EDGE_REQUESTS}{code="429"}`, '5m'), sumRate('model', EDGE_REQUESTS, '5m')),
+        signal: ratioOrZero(sumRate('model', `${REQUESTS_METRIC}{code="429"}`, '5m'), sumRate('model', REQUESTS_METRIC, '5m')),
         condition: `> ${TOO_MANY_REQUESTS_RATIO}`,
         for: '5m',
         severity: 'warning',
@@ -193,7 +192,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       },
       {
         alert: 'EdgeInferFallbackServing',
-        signal: sumRate('model', `${EDGE_REQUESTS}{served_by="lambda"}`, '5m'),
+        signal: sumRate('model', `${REQUESTS_METRIC}{served_by="lambda"}`, '5m'),
         condition: '> 0',
         for: '5m',
         severity: 'warning',

@@ -1,3 +1,5 @@
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+
 /**
  * Where the series the rules and the dashboard read come from, beyond the backend's own
  * registry (backend/monitor/metrics.ts), which the tests read from a running backend.
@@ -5,10 +7,11 @@
 
 /** The edge worker's `/metrics` (admin key): request counts and latency per variant, rollout state, input normalization. */
 export const EDGE_METRICS = [
-  'edge_infer_edge_requests_total',
-  'edge_infer_edge_request_duration_seconds',
-  'edge_infer_rollout_weight_percent',
-  'edge_infer_rollout_decisions_total',
+  REQUESTS_METRIC,
+  DURATION_METRIC,
+  WEIGHT_METRIC,
+  DECISIONS_METRIC,
+  // Named only in edge/pipeline/normalize/metrics.ts's exposition.
   'edge_input_normalized_requests_total',
   'edge_input_normalization_fixes_total',
 ] as const

@@ -57,10 +57,10 @@ const ROWS = 4
  * `requests` predicts of synthetic applicants (without the features the model reads from the
  * user entity), each from its own user (the sticky key); resolves with how many got each status and variant.
  */
-const predicts = async (requests: number, { key = client, pin }: { key?: string; pin?: number } = {}): Promise<Record<string, number>> => {
+const predicts = async (requests: number, { key = client, pin, edit = (i) => i }: { key?: string; pin?: number; edit?: (instance: Record<string, unknown>) => Record<string, unknown> } = {}): Promise<Record<string, number>> => {
   const config = JSON.parse(await readFile(join(DEMO_REPOSITORY, MODEL, 'config.json'), 'utf8')) as { features: { features: Array<{ name: string; source?: unknown }> } }
   const fromEntity = config.features.features.filter((f) => f.source !== undefined).map((f) => f.name)
-  const instances = generateApplicants(requests * ROWS, seed++).applicants.map((a) => Object.fromEntries(Object.entries(a).filter(([name]) => !fromEntity.includes(name))))
+  const instances = generateApplicants(requests * ROWS, seed++).applicants.map((a) => edit(Object.fromEntries(Object.entries(a).filter(([name]) => !fromEntity.includes(name)))))
   const seen: Record<string, number> = {}
   for (let i = 0; i < requests; i++) {
     const res = await edge(`/v1/models/${MODEL}/predict`, {
@@ -138,6 +138,8 @@ describe('rules and dashboard against a live Prometheus', () => {
     expect(Object.keys(await predicts(60)).sort()).toEqual(['200 canary', '200 stable'])
     // Pinned: the metrics count them as variant="pinned" (X-Variant names the arm serving the version).
     expect(await predicts(20, { pin: 2 })).toEqual({ '200 canary': 20 })
+    // An input the edge fixes (a number sent as a string) is counted per key.
+    expect(await predicts(1, { pin: 1, edit: (i) => ({ ...i, age: String(i.age) }) })).toEqual({ '200 stable': 1 })
     // A body the backend refuses (400: counted as a rejection) and a key over its limit at the edge (429).
     expect((await post(`${backend.url}/v2/models/${MODEL}/infer`, { inputs: [] })).status).toBe(400)
     expect(Object.keys(await predicts(2, { key: limited })).map((o) => o.split(' ')[0]).sort()).toEqual(['200', '429'])

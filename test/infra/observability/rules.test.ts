@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse, parseAllDocuments, stringify } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DURATION_BUCKETS } from '../../../edge/pipeline/request-metrics/store.ts'
 import { RENDERED_DIR as K8S_RENDERED_DIR } from '../../../infra/k8s/render.ts'
 import { RENDERED_DIR, RULES_FILE, RULE_TESTS_FILE, render } from '../../../infra/observability/render.ts'
 import { ALERT_CASES } from '../../../infra/observability/rule-tests.ts'
-import { allAlerts, allRecordings, ruleGroups, type PrometheusRuleGroup } from '../../../infra/observability/rules.ts'
+import { LATENCY_SLO, allAlerts, allRecordings, ruleGroups, type PrometheusRuleGroup } from '../../../infra/observability/rules.ts'
 import { promtool } from './support/promtool.ts'
 
 describe('infra/observability rendering', () => {
@@ -35,6 +36,10 @@ describe('the rules', () => {
       // The promtool cases expand templates themselves: any other template would not match.
       for (const text of [a.summary, a.runbook]) expect(text.replace(/\{\{ \$labels\.\w+ \}\}/g, ''), a.alert).not.toMatch(/\{\{|\}\}/)
     }
+  })
+
+  it('measure the latency SLO at a bucket boundary of the edge histogram (else the bad-event ratio is interpolated)', () => {
+    expect(DURATION_BUCKETS).toContain(LATENCY_SLO.thresholdSeconds)
   })
 
   it('have a firing and a quiet unit-test case for every alert', () => {
