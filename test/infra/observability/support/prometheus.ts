@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { until } from '../../../backend/support/backend-process.ts'
+import { freePort } from '../../../support/ports.ts'
 
 export interface ScrapeTarget {
   job: string
@@ -29,16 +29,6 @@ export interface QueryResult {
   error?: string
   result: Array<{ metric: Record<string, string>; value: [number, string] }>
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 /**
  * The real Prometheus server (Debian package `prometheus`) on a free loopback port, its TSDB in a
