@@ -121,7 +121,8 @@ export class RequestMetrics {
   /** Models the catalog described, so refusals that name them keep the name (others are "other"). */
   readonly #models = new Set<string>()
   #lastFlushAt: number
-  #scheduled = false
+  /** When the flush already waiting for the interval's end will run. */
+  #trailingAt: number | undefined
   #flushing: Promise<void> | undefined
   #failing = false
 
@@ -170,14 +171,14 @@ export class RequestMetrics {
    */
   flushDue(): Promise<void> | undefined {
     if (!this.#shared || this.#counts.size === 0) return undefined
-    if (this.#counts.size >= this.#flushAtFields && !this.#flushing) return this.flush()
-    if (this.#scheduled) return undefined
-    this.#scheduled = true
-    const wait = Math.max(0, this.#lastFlushAt + this.#flushEveryMs - this.#now())
-    return this.#sleep(wait).then(() => {
-      this.#scheduled = false
-      return this.flush()
-    })
+    const dueAt = this.#lastFlushAt + this.#flushEveryMs
+    const now = this.#now()
+    if (now >= dueAt || this.#counts.size >= this.#flushAtFields) return this.#flushing ? undefined : this.flush()
+    // One waiting flush per interval. Should the runtime drop it (an isolate evicted), the first
+    // request after `dueAt` flushes itself: nothing waits on a timer that never fires.
+    if (this.#trailingAt === dueAt) return undefined
+    this.#trailingAt = dueAt
+    return this.#sleep(dueAt - now).then(() => this.flush())
   }
 
   /** Sends the deltas to Redis; never rejects (what does not land is kept for the next flush). */
