@@ -24,6 +24,8 @@ export interface GeneratedTraceOptions {
   troughShare?: number
   /** Hour of the day (0–24) at which the diurnal curve peaks. */
   peakHour?: number
+  /** Hour of the day the trace starts at; by default the window is centred on the peak. */
+  startHour?: number
   /** Sudden bursts per day: each lifts the rate by 50–100 % for 2–10 minutes, at a random time. */
   spikesPerDay?: number
 }
@@ -34,11 +36,11 @@ const DAY_S = 86_400
  * A diurnal curve (a cosine between the trough and the peak, one cycle a day) with rectangular
  * spikes on top, scaled so its highest second is `peakRps`.
  */
-export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, spikesPerDay = 6 }: GeneratedTraceOptions): Trace => {
+export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, startHour = peakHour - durationS / 7200, spikesPerDay = 6 }: GeneratedTraceOptions): Trace => {
   const random = createRandom(seed)
   const rates = new Float64Array(durationS)
   for (let t = 0; t < durationS; t++) {
-    const phase = (2 * Math.PI * (t - peakHour * 3600)) / DAY_S
+    const phase = (2 * Math.PI * (t + (startHour - peakHour) * 3600)) / DAY_S
     rates[t] = troughShare + (1 - troughShare) * (1 + Math.cos(phase)) / 2
   }
   const spikes = Math.round((spikesPerDay * durationS) / DAY_S)
@@ -102,27 +104,39 @@ export interface ArrivalStream {
  * Poisson arrivals at a rate constant within each second: memorylessness lets a draw that crosses
  * into the next second restart there at that second's rate, which makes this exact.
  */
-const poissonArrivals = (rates: Float64Array, random: Random): ArrivalStream => {
-  let second = 0
-  let next = 0
-  const advance = (from: number) => {
+class PoissonArrivals implements ArrivalStream {
+  private second = 0
+  private next = 0
+
+  constructor(private readonly rates: Float64Array, private readonly uniform: () => number) {
+    this.advance(0)
+  }
+
+  peek(): number {
+    return this.next
+  }
+
+  take(): void {
+    this.advance(this.next)
+  }
+
+  private advance(from: number): void {
+    const rates = this.rates
     let t = from
-    while (second < rates.length) {
-      const rate = rates[second]
+    while (this.second < rates.length) {
+      const rate = rates[this.second]
       if (rate > 0) {
-        const candidate = t - Math.log(1 - random.next()) / rate
-        if (candidate < second + 1) {
-          next = candidate
+        const candidate = t - Math.log(1 - this.uniform()) / rate
+        if (candidate < this.second + 1) {
+          this.next = candidate
           return
         }
       }
-      second++
-      t = second
+      this.second++
+      t = this.second
     }
-    next = Infinity
+    this.next = Infinity
   }
-  advance(0)
-  return { peek: () => next, take: () => advance(next) }
 }
 
 const replayedArrivals = (times: Float64Array): ArrivalStream => {
@@ -131,4 +145,4 @@ const replayedArrivals = (times: Float64Array): ArrivalStream => {
 }
 
 export const arrivalsOf = (trace: Trace, random: Random): ArrivalStream =>
-  trace.kind === 'rates' ? poissonArrivals(trace.ratesPerSecond, random) : replayedArrivals(trace.timesS)
+  trace.kind === 'rates' ? new PoissonArrivals(trace.ratesPerSecond, random.next) : replayedArrivals(trace.timesS)

@@ -1,0 +1,79 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { behavior, horizontalPodAutoscaler, scaledObject } from '../../../infra/k8s/autoscaling.ts'
+import { defaultConfig } from '../../../infra/k8s/config.ts'
+import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
+import { modelConfig } from '../../../backend/repository/model-config.ts'
+import { batcherSettingsOf } from '../../../load/sim/batcher-settings.ts'
+import { ROOT } from '../../../load/servers.ts'
+import { readHorizontalPodAutoscaler, readScaledObject, readScrapeIntervalS } from '../../../load/sim/scaler-config.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'sim-params-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('the autoscaler parameters the simulator reads from infra/k8s/rendered', () => {
+  it('are what infra/k8s/autoscaling.ts sets', () => {
+    const read = readScaledObject()
+    const spec = scaledObject(defaultConfig).spec!
+    expect(read).toMatchObject({
+      source: 'keda',
+      minReplicas: defaultConfig.minReplicas,
+      maxReplicas: defaultConfig.maxReplicas,
+      target: TARGET_ROWS_PER_REPLICA,
+      pollingIntervalS: spec.pollingInterval,
+      fallback: spec.fallback,
+      useCachedMetrics: false,
+    })
+    expect(read.behavior).toEqual(behavior)
+    expect(readHorizontalPodAutoscaler()).toEqual({ source: 'hpa', minReplicas: defaultConfig.minReplicas, maxReplicas: defaultConfig.maxReplicas, target: TARGET_ROWS_PER_REPLICA, behavior })
+  })
+
+  it('follow a changed manifest, and take the HPA defaults for what it leaves out', () => {
+    const object = scaledObject({ ...defaultConfig, minReplicas: 3, maxReplicas: 7 })
+    const spec = object.spec!
+    spec.triggers[0].metadata = { ...spec.triggers[0].metadata, threshold: '20' }
+    spec.advanced = { horizontalPodAutoscalerConfig: { behavior: { scaleUp: { stabilizationWindowSeconds: 30 } } } }
+    delete spec.pollingInterval
+    const file = join(dir, 'keda.yaml')
+    writeFileSync(file, stringify(object.toJSON()))
+    const read = readScaledObject(file)
+    expect(read).toMatchObject({ minReplicas: 3, maxReplicas: 7, target: 20, pollingIntervalS: 30, cooldownPeriodS: 300 })
+    expect(read.behavior.scaleUp).toEqual({ stabilizationWindowSeconds: 30, selectPolicy: 'Max', policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }, { type: 'Pods', value: 4, periodSeconds: 15 }] })
+    expect(read.behavior.scaleDown).toEqual({ stabilizationWindowSeconds: 300, selectPolicy: 'Max', policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }] })
+  })
+
+  it('read the HPA variant the same way', () => {
+    const hpa = horizontalPodAutoscaler({ ...defaultConfig, maxReplicas: 5 }).toJSON()
+    const file = join(dir, 'hpa.yaml')
+    writeFileSync(file, stringify(hpa))
+    expect(readHorizontalPodAutoscaler(file).maxReplicas).toBe(5)
+  })
+
+  it('scrape interval: the ServiceMonitor of base.yaml', () => {
+    expect(readScrapeIntervalS()).toBe(10)
+  })
+})
+
+describe('the batcher settings', () => {
+  it("are the model's config.json as the backend reads it", () => {
+    const file = join(ROOT, 'models', 'credit-risk', 'config.json')
+    const config = modelConfig.parse(JSON.parse(readFileSync(file, 'utf8')))
+    expect(batcherSettingsOf('credit-risk')).toEqual({
+      maxBatchSize: config.max_batch_size,
+      maxQueueDelayS: config.dynamic_batching!.max_queue_delay_us / 1e6,
+      preferredBatchSizes: config.dynamic_batching!.preferred_batch_sizes,
+      maxQueueSize: config.dynamic_batching!.max_queue_size,
+      instances: config.instance_count,
+    })
+  })
+
+  it("take the schema's defaults for what a config leaves out", () => {
+    const config = JSON.parse(readFileSync(join(ROOT, 'models', 'credit-risk', 'config.json'), 'utf8')) as Record<string, unknown>
+    mkdirSync(join(dir, 'models', 'bare'), { recursive: true })
+    writeFileSync(join(dir, 'models', 'bare', 'config.json'), JSON.stringify({ ...config, name: 'bare', dynamic_batching: {}, instance_count: undefined }))
+    expect(batcherSettingsOf('bare', join(dir, 'models'))).toEqual({ maxBatchSize: config.max_batch_size, maxQueueDelayS: 0.002, preferredBatchSizes: [], maxQueueSize: 4096, instances: 1 })
+  })
+})
