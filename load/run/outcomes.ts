@@ -5,7 +5,7 @@ import type { PayloadKind } from '../scenarios/payloads.js'
  * What a load run saw, request by request: latencies of the answers, status classes, the
  * refusals the scenario asked for (counted apart: they are not failures), answers by the
  * variant that served them, and failures (transport errors, timeouts, any status other than
- * the one the input should get).
+ * the one the input should get, a request an open-model sender could not send).
  */
 export interface Outcomes {
   latenciesMs: number[]
@@ -16,10 +16,12 @@ export interface Outcomes {
   unexpected: number
   transportErrors: number
   timeouts: number
+  /** Requests an open-model sender did not send because its in-flight cap was reached. */
+  overflow: number
 }
 
 export const emptyOutcomes = (): Outcomes => ({
-  latenciesMs: [], byStatusClass: new Map(), byVariant: new Map(), expectedRefusals: 0, unexpected: 0, transportErrors: 0, timeouts: 0,
+  latenciesMs: [], byStatusClass: new Map(), byVariant: new Map(), expectedRefusals: 0, unexpected: 0, transportErrors: 0, timeouts: 0, overflow: 0,
 })
 
 const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
@@ -45,8 +47,8 @@ export const answered = (o: Outcomes): number => [...o.byStatusClass.values()].r
 
 /** Failures over every request sent (answered or not). */
 export const errorRate = (o: Outcomes): number => {
-  const failures = o.unexpected + o.transportErrors + o.timeouts
-  const sent = answered(o) + o.transportErrors + o.timeouts
+  const failures = o.unexpected + o.transportErrors + o.timeouts + o.overflow
+  const sent = answered(o) + o.transportErrors + o.timeouts + o.overflow
   return sent > 0 ? failures / sent : Number.NaN
 }
 
