@@ -5,6 +5,7 @@ import type { Isolate } from '../isolate.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
 import { deadlineAt } from '../pipeline/forward/deadline.ts'
+import { SERVED_BY_HEADER, servedBy } from '../pipeline/forward/fallback-transport.ts'
 import type { ModelVariables } from '../pipeline/model/index.ts'
 import type { RequestIdVariables } from '../pipeline/request-id/index.ts'
 import type { RouteVariables } from '../pipeline/route/index.ts'
@@ -39,5 +40,7 @@ export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: In
       deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs),
       traceparent: c.get('traceparent'),
     })
-    return c.json(response)
+    const res = c.json(response)
+    res.headers.set(SERVED_BY_HEADER, servedBy(response))
+    return res
   }

@@ -8,6 +8,12 @@ export type ServedBy = 'backend' | 'lambda'
 
 export const SERVED_BY_PARAMETER = 'served_by'
 
+/** The response header that tells the client (and the request metrics) which tier served it. */
+export const SERVED_BY_HEADER = 'x-served-by'
+
+/** The tier that served `response`: the backend unless the answer says Lambda. */
+export const servedBy = (response: InferResponse): ServedBy => (response.parameters?.[SERVED_BY_PARAMETER] === 'lambda' ? 'lambda' : 'backend')
+
 export interface FallbackTransportOptions {
   /** Most model descriptions kept for answering metadata while the primary is down. */
   maxStaleModels?: number

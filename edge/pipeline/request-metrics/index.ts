@@ -1,3 +1,4 @@
+import { SERVED_BY_HEADER } from '../forward/fallback-transport.ts'
 import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
 import type { ModelVariables } from '../model/index.ts'
@@ -24,7 +25,7 @@ const MODEL_IN_PATH = /^\/v[12]\/models\/([^/]+)/
  * pinned request is "pinned" whatever arm serves its version, so the arms' series hold only
  * the traffic the rollout split.
  */
-export const requestMetrics = ({ servedByHeader = 'x-served-by' }: RequestMetricsOptions = {}): Stage<RequestMetricsNeeds> =>
+export const requestMetrics = ({ servedByHeader = SERVED_BY_HEADER }: RequestMetricsOptions = {}): Stage<RequestMetricsNeeds> =>
   async function requestMetrics(c, next) {
     try {
       await next()

@@ -2,6 +2,7 @@ import { HEADERS } from '../../../shared/headers.ts'
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { inBackground } from '../../background.ts'
 import { Problem } from '../../problem.ts'
+import { SERVED_BY_HEADER, servedBy } from '../forward/fallback-transport.ts'
 import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
 import type { InferCall } from '../forward/transport.ts'
 import type { Isolate } from '../../isolate.ts'
@@ -95,7 +96,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate
       predictions: indexOf.map((i) => rows[i]),
     })
     // On the built response: more than one header through c.json() costs a Headers copy.
-    res.headers.set('x-served-by', response.parameters?.served_by === 'lambda' ? 'lambda' : 'backend')
+    res.headers.set(SERVED_BY_HEADER, servedBy(response))
     res.headers.set(HEADERS.serverTiming, `edge;dur=${Date.now() - receivedAt - backendMs}, backend;dur=${backendMs}`)
     return res
   }

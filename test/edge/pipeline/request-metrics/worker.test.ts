@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC, DECISIONS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../infra/local/lambda-endpoint/server.ts'
-import { applicant } from '../../../backend/support/applicants.ts'
+import { applicant, creditRequest } from '../../../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../../backend/support/fixture-repository.ts'
 import { setProcessEnv } from '../../../support/process-env.ts'
@@ -156,6 +156,19 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
 
   it('passes promtool check metrics with no finding', async () => {
     expect(await promtoolCheckMetrics((await scrape()).text)).toEqual({ code: 0, findings: '' })
+  })
+
+  it('counts tensor requests on the Open Inference Protocol route as served by the backend', async () => {
+    const before = total((await scrape()).samples, REQUESTS_METRIC, { model: MODEL, version: '2', variant: 'pinned', code: '200', served_by: 'backend' })
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${worker.url}/v2/models/${MODEL}/versions/2/infer`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': keys.web }, body: JSON.stringify(creditRequest(1, i)),
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-served-by')).toBe('backend')
+    }
+    const after = total((await scrape()).samples, REQUESTS_METRIC, { model: MODEL, version: '2', variant: 'pinned', code: '200', served_by: 'backend' })
+    expect(after - before).toBe(2)
   })
 
   it('counts answers from the Lambda tier as served_by="lambda"', async () => {
