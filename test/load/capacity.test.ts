@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
+import { runCommand } from './support/cli.ts'
 import { capacityChart, niceStep } from '../../load/capacity/chart.ts'
 import { runOpenLoop } from '../../load/capacity/open-loop.ts'
 import { errorRate } from '../../load/run/outcomes.ts'
 import { closeSvgParser, parseSvg } from './support/svg.ts'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const RUN_TIMEOUT_MS = 180_000
 
 afterAll(async () => {
@@ -78,22 +76,7 @@ describe('open-model sender', () => {
   })
 })
 
-const capacity = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'load/capacity/main.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM')
-      reject(new Error(`load:capacity did not finish in ${RUN_TIMEOUT_MS} ms: ${stderr.slice(-1_000)}`))
-    }, RUN_TIMEOUT_MS)
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+const capacity = (args: string[]) => runCommand('load/capacity/main.ts', args, RUN_TIMEOUT_MS)
 
 describe('npm run load:capacity against the local stack', () => {
   it('measures the backend and the edge and writes the report with a chart each', async () => {

@@ -1,31 +1,13 @@
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { runCommand } from './support/cli.ts'
 import { SCENARIOS, scaled, totalDurationS } from '../../load/scenarios/index.js'
 import { UsageError, parseLoadArgs } from '../../load/run/args.ts'
 import { slicesOf } from '../../load/run/autocannon-run.ts'
 import { emptyOutcomes, errorRate, recordAnswer } from '../../load/run/outcomes.ts'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const RUN_TIMEOUT_MS = 120_000
 
-/** `npm run load -- …` as a user runs it (the project's Node, tsx), its exit code and output. */
-const load = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'load/run/main.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM')
-      reject(new Error(`npm run load ${args.join(' ')} did not finish in ${RUN_TIMEOUT_MS} ms: ${stderr.slice(-1_000)}`))
-    }, RUN_TIMEOUT_MS)
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+const load = (args: string[]) => runCommand('load/run/main.ts', args, RUN_TIMEOUT_MS)
 
 describe('npm run load: arguments', () => {
   it('scale the scenario and keep its SLA unless overridden', () => {
