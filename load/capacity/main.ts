@@ -35,8 +35,8 @@ const USAGE = `usage: npm run load:capacity -- [--target URL --key KEY] [--sla-p
   Steps a fixed arrival rate up (×2) until the SLA breaks, then bisects to --tolerance. Without
   --target: a local stack (backend + edge in workerd) it starts and stops, measured directly and
   through the edge, with the server processes' CPU per request and the backend's batch sizes.
-  Defaults: --sla-p95 50 --max-error-rate 0.001 --step-s 3 --start-rate 100 --max-steps 12
-  --tolerance 0.1 --max-in-flight 256 --out load/reports`
+  Defaults: --sla-p95 50 --max-error-rate 0.001 --step-s 3 --start-rate 100 --max-steps 16
+  --tolerance 0.1 --max-in-flight 256 --out load/reports; a broken step is confirmed by a second run`
 
 interface CapacityArgs {
   target: ReturnType<typeof parseTarget>
@@ -76,7 +76,7 @@ const parse = (argv: string[]): CapacityArgs | 'help' => {
     sla: { p95Ms: positiveNumber('sla-p95', values['sla-p95']) ?? 50, maxErrorRate },
     stepS: positiveNumber('step-s', values['step-s']) ?? 3,
     startRate: positiveNumber('start-rate', values['start-rate']) ?? 100,
-    maxSteps: whole('max-steps', 12),
+    maxSteps: whole('max-steps', 16),
     tolerance: positiveNumber('tolerance', values.tolerance) ?? 0.1,
     maxInFlight: whole('max-in-flight', 256),
     model: values.model,
@@ -88,6 +88,8 @@ const parse = (argv: string[]): CapacityArgs | 'help' => {
 const BODIES = 2_048
 const REQUEST_TIMEOUT_MS = 5_000
 const WARM_UP_S = 1
+/** A pause before each step: the queue and the garbage an overloaded step left behind are not the next step's. */
+const COOL_DOWN_MS = 1_000
 const GROWTH = 2
 const MAX_RATE = 50_000
 
@@ -149,15 +151,20 @@ const measure = async (args: CapacityArgs, target: Measured, progress: (line: st
   await run(args.startRate, WARM_UP_S)
   const loadBefore = loadAverage()
   const search = await findCapacity<CapacityStep>({
-    sla: args.sla, startRate: args.startRate, growth: GROWTH, tolerance: args.tolerance, maxSteps: args.maxSteps, maxRate: MAX_RATE,
+    sla: args.sla, startRate: args.startRate, growth: GROWTH, tolerance: args.tolerance, maxSteps: args.maxSteps, maxRate: MAX_RATE, confirmBreaks: true,
     probe: async (rate, phase) => {
+      await new Promise((r) => setTimeout(r, COOL_DOWN_MS))
       const cpuBefore = Object.fromEntries(Object.entries(target.processes).map(([name, pid]) => [name, pid === undefined ? Number.NaN : processCpuMicros(pid)]))
+      const senderBefore = process.cpuUsage()
       const batchBefore = target.backendUrl ? await scrapeBatchCounters(target.backendUrl, args.model) : undefined
       const { outcomes, elapsedS } = await run(rate, args.stepS)
       const batchAfter = target.backendUrl ? await scrapeBatchCounters(target.backendUrl, args.model) : undefined
+      const sender = process.cpuUsage(senderBefore)
       const n = answered(outcomes)
       const cpuUsPerRequest = Object.fromEntries(Object.entries(target.processes).flatMap(([name, pid]) =>
         pid === undefined || n === 0 ? [] : [[name, (processCpuMicros(pid) - cpuBefore[name]) / n]]))
+      // The sender shares the cores: what it spends is what the servers could not.
+      if (n > 0) cpuUsPerRequest.sender = (sender.user + sender.system) / n
       const step: CapacityStep = {
         rate, phase, achievedRate: n / elapsedS, ...latencySummary(outcomes.latenciesMs), errorRate: errorRate(outcomes), answered: n,
         expectedRefusals: outcomes.expectedRefusals, cpuUsPerRequest, loadAverage1m: loadavg()[0],
@@ -222,7 +229,7 @@ const main = async (): Promise<number> => {
       `# Capacity at an SLA — ${date}`,
       '',
       `SLA: p95 < ${args.sla.p95Ms} ms and at most ${(args.sla.maxErrorRate * 100).toFixed(2)}% failures (transport errors, timeouts of ${REQUEST_TIMEOUT_MS} ms, arrivals over the in-flight cap of ${args.maxInFlight}, any status but the one the input deserves; refusals the mix asked for are not failures).`,
-      `Open model: requests leave on a fixed schedule whatever the answers, latency counted from the scheduled time; ${args.stepS} s per step after ${WARM_UP_S} s of warm-up, the rate ×${GROWTH} until the SLA breaks, then bisected to ${(args.tolerance * 100).toFixed(0)}% (at most ${args.maxSteps} steps).`,
+      `Open model: requests leave on a fixed schedule whatever the answers, latency counted from the scheduled time; ${args.stepS} s per step (each after a ${COOL_DOWN_MS / 1000} s pause; ${WARM_UP_S} s of warm-up first), the rate ×${GROWTH} until the SLA breaks (a broken step is run once more and the better run counts: neighbours on shared cores only add latency), then bisected to ${(args.tolerance * 100).toFixed(0)}% (at most ${args.maxSteps} steps).`,
       `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}) shared with other work, Node ${process.version}; the sender runs on the same cores as the servers. Judge ratios, not absolutes.`,
       `Command: \`${command}\``,
       '',
@@ -237,7 +244,7 @@ const main = async (): Promise<number> => {
         '',
         stepsTable(r, (s) => holds(args.sla, s)),
         '',
-        `Load average (1/5/15 min, as \`uptime\` prints it) before ${r.loadBefore}, after ${r.loadAfter}. CPU µs/req: the process's CPU time (all threads) over the step ÷ answers. Mean batch: rows per executed batch from the backend's \`edge_infer_backend_batch_size_rows\` histogram, difference over the step.`,
+        `Load average (1/5/15 min, as \`uptime\` prints it) before ${r.loadBefore}, after ${r.loadAfter}. CPU µs/req: the process's CPU time (all threads) over the step ÷ answers; “sender” is this command's own (the load generator, on the same cores). Mean batch: rows per executed batch from the backend's \`edge_infer_backend_batch_size_rows\` histogram, difference over the step.`,
         '',
       ]),
     ].join('\n')

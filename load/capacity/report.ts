@@ -1,9 +1,9 @@
-import type { SearchResult } from './search.ts'
+import type { Phase, SearchResult } from './search.ts'
 
 /** What one step of the search measured. */
 export interface CapacityStep {
   rate: number
-  phase?: 'step' | 'bisect'
+  phase?: Phase
   /** Answers per second over the step, as the target kept up. */
   achievedRate: number
   p50Ms: number
@@ -14,7 +14,7 @@ export interface CapacityStep {
   expectedRefusals: number
   /** Mean rows per batch the backend formed during the step; absent when it cannot be read. */
   meanBatch?: number
-  /** CPU time per answer of each local server process (backend, workerd); empty for a remote target. */
+  /** CPU time per answer of each local server process (backend, workerd) and of the sender itself; only the sender's for a remote target. */
   cpuUsPerRequest: Record<string, number>
   /** The machine's 1-minute load average at the end of the step. */
   loadAverage1m: number

@@ -5,6 +5,8 @@
  * other. Pure: `probe` runs a step (a real open-model run, or a fake curve in tests).
  */
 
+export type Phase = 'step' | 'bisect' | 'confirm'
+
 export interface CapacitySla {
   p95Ms: number
   /** The most failures per request a sustainable rate may have (inclusive). */
@@ -20,7 +22,7 @@ export interface Probe {
 
 export interface SearchOptions<T extends Probe> {
   sla: CapacitySla
-  probe(rate: number, phase: 'step' | 'bisect'): Promise<T>
+  probe(rate: number, phase: Phase): Promise<T>
   startRate: number
   /** Factor between rates while stepping up. */
   growth: number
@@ -29,11 +31,16 @@ export interface SearchOptions<T extends Probe> {
   maxSteps: number
   /** Rates above it are not tried. */
   maxRate: number
+  /**
+   * Run a broken step once more and take the better of the two: on shared cores a neighbour's
+   * burst only ever adds latency, so one slow run is not yet the target's limit.
+   */
+  confirmBreaks?: boolean
 }
 
 export interface SearchResult<T extends Probe> {
   /** Every step in the order run. */
-  steps: Array<T & { phase: 'step' | 'bisect' }>
+  steps: Array<T & { phase: Phase }>
   /** The highest rate that held, if any did. */
   capacity: T | undefined
   /** The lowest rate that broke, if any did: the knee lies between the two. */
@@ -53,8 +60,13 @@ export const findCapacity = async <T extends Probe>(options: SearchOptions<T>): 
   const result = (ended: SearchResult<T>['ended']): SearchResult<T> => ({ steps, capacity, knee, ended })
   while (steps.length < maxSteps) {
     const phase = knee === undefined ? 'step' : 'bisect'
-    const measured = await probe(rate, phase)
+    let measured = await probe(rate, phase)
     steps.push({ ...measured, phase })
+    if (options.confirmBreaks && !holds(sla, measured) && steps.length < maxSteps) {
+      const again = await probe(rate, 'confirm')
+      steps.push({ ...again, phase: 'confirm' })
+      if (holds(sla, again)) measured = again
+    }
     if (holds(sla, measured)) {
       if (capacity === undefined || measured.rate > capacity.rate) capacity = measured
     } else if (knee === undefined || measured.rate < knee.rate) {
