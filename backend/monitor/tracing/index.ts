@@ -1,7 +1,7 @@
 import type { Logger } from '../../logger.ts'
 import type { Tracing } from './spans.ts'
 
-export type { BatchSpans, QueuedRequest, RequestOutcome, Tracing } from './spans.ts'
+export type { BatchSpans, Tracing } from './spans.ts'
 
 const listOf = (value: string | undefined): string[] => (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')
 

@@ -85,10 +85,9 @@ export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger): Tracing => {
         logger.warn('trace export did not finish in time; spans dropped', { timeout_ms: timeoutMs })
         resolve()
       }, timeoutMs)
-      sdk.shutdown().then(
-        () => resolve(),
-        (err: unknown) => logger.warn('trace export failed at shutdown', { error: err instanceof Error ? err.message : String(err) }),
-      ).finally(() => {
+      sdk.shutdown().catch((err: unknown) => {
+        logger.warn('trace export failed at shutdown', { error: err instanceof Error ? err.message : String(err) })
+      }).finally(() => {
         clearTimeout(timer)
         resolve()
       })
