@@ -2,6 +2,7 @@ import { Deployment } from 'kubernetes-models/apps/v1/Deployment'
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget'
 import type { IContainer } from 'kubernetes-models/v1/Container'
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar'
 import { Namespace } from 'kubernetes-models/v1/Namespace'
 import type { IProbe } from 'kubernetes-models/v1/Probe'
 import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext'
@@ -64,6 +65,20 @@ const fetchModels = (c: ClusterConfig, variant: Variant): IContainer => ({
   volumeMounts: [modelVolumeMount, { name: 'tmp', mountPath: '/tmp' }],
 })
 
+/** The standard OTEL_* variables the backend's tracing reads (backend/monitor/tracing), the pod named in the resource. */
+const tracingEnv = (c: ClusterConfig): IEnvVar[] =>
+  c.otlpEndpoint === undefined
+    ? []
+    : [
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: c.otlpEndpoint },
+        { name: 'OTEL_SERVICE_NAME', value: c.name },
+        { name: 'OTEL_RESOURCE_ATTRIBUTES', value: `k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE),service.version=${c.version}` },
+        { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_traceidratio' },
+        { name: 'OTEL_TRACES_SAMPLER_ARG', value: String(c.traceSampleRatio) },
+      ]
+
 const server = (c: ClusterConfig, variant: Variant): IContainer => {
   const memory = `${memoryMi(variant === 'gpu')}Mi`
   return {
@@ -80,6 +95,7 @@ const server = (c: ClusterConfig, variant: Variant): IContainer => {
       { name: 'INSTANCE_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'INFER_TOKEN', valueFrom: { secretKeyRef: { name: `${c.name}-tokens`, key: 'INFER_TOKEN' } } },
       { name: 'ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: `${c.name}-tokens`, key: 'ADMIN_TOKEN', optional: true } } },
+      ...tracingEnv(c),
     ],
     // One core: the backend's CPU per request at its measured peak rate is about one core (the JSON
     // work is on the CPU with or without a GPU). Not limited: a throttled batcher adds latency and saves nothing.

@@ -28,6 +28,10 @@ export interface ClusterConfig {
   fallbackReplicas: number
   /** Seconds the pod keeps serving after deletion so endpoints and load balancers drop it first. */
   preStopSleepSeconds: number
+  /** OTLP/HTTP collector the backend exports traces to (OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing off. */
+  otlpEndpoint: string | undefined
+  /** Share of traces the backend starts itself that it samples; a caller's sampled flag is followed either way. */
+  traceSampleRatio: number
 }
 
 const packageVersion = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
@@ -50,6 +54,9 @@ export const defaultConfig: ClusterConfig = {
   maxReplicas: 10,
   fallbackReplicas: 4,
   preStopSleepSeconds: 10,
+  // The OpenTelemetry Collector Helm chart's Service (open-telemetry/opentelemetry-collector) in the monitoring namespace.
+  otlpEndpoint: 'http://opentelemetry-collector.monitoring.svc:4318',
+  traceSampleRatio: 0.1,
 }
 
 /** The backend's own defaults, so a port or grace change in the code reaches the manifests. */

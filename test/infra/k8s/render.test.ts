@@ -2,6 +2,7 @@ import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
 import { describe, expect, it } from 'vitest'
+import { tracingWanted } from '../../../backend/monitor/tracing/index.ts'
 import { settingsSchema } from '../../../backend/settings.ts'
 import { queueDepthQuery } from '../../../infra/k8s/autoscaling.ts'
 import { terminationGraceSeconds } from '../../../infra/k8s/backend.ts'
@@ -121,6 +122,21 @@ describe('infra/k8s cross-references (committed YAML)', () => {
         expect(sc.runAsUser).toBeGreaterThan(0)
       }
     }
+  })
+
+  it('turns the backend\'s tracing on with a ratio sampler, and every $(VAR) reference names a variable defined before it', async () => {
+    for (const d of deployments(await committed())) {
+      const env = d.spec.template.spec.containers[0]!.env
+      const values = Object.fromEntries(env.map((e) => [e.name, e.value]))
+      expect(tracingWanted(values)).toBe(true)
+      expect(values).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: defaultConfig.otlpEndpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(defaultConfig.traceSampleRatio) })
+      // The kubelet expands $(NAME) only for variables listed earlier in the same container.
+      env.forEach((e, i) => {
+        for (const [, ref] of (e.value ?? '').matchAll(/\$\(([A-Z_]+)\)/g)) expect(env.slice(0, i).map((x) => x.name), `${e.name} refers to ${ref}`).toContain(ref)
+      })
+    }
+    const untraced = Object.values(manifests({ ...defaultConfig, otlpEndpoint: undefined })).flat().map((m) => m.toJSON()) as unknown as Obj[]
+    for (const d of deployments(untraced)) expect(tracingWanted(Object.fromEntries(d.spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value])))).toBe(false)
   })
 
   it('only the GPU Deployment asks for a GPU and lands on the GPU pool', async () => {
