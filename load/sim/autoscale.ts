@@ -97,7 +97,7 @@ const traceDescription = recorded
   ? `Trace: ${basename(values.trace!)} (${(traceDurationS(trace) / 3600).toFixed(1)} h${values.peak ? `, scaled to a ${values.peak} req/s peak` : ''})`
   : `Trace: generated, ${hours} h centred on the daily peak at 14:00, diurnal (a cosine, trough 15 % of the peak at 02:00) with ~6 spikes a day of +50–100 % for 2–10 min, Poisson arrivals, peak ${Math.round(peakRps).toLocaleString('en-US')} req/s, seed ${seed}`
 writeFileSync(svgFile, renderChart({
-  title: `Committed KEDA settings — ${traceDescription.replace(/^Trace: /, '')}`,
+  title: `Committed KEDA settings (min ${committed.minReplicas}, max ${committed.maxReplicas}, target ${committed.target}), ${recorded ? basename(values.trace!) : `${hours} h generated trace`}, peak ${Math.round(peakRps).toLocaleString('en-US')} req/s, SLA p95 ${slaP95S * 1000} ms`,
   buckets: outcomes[0].result.buckets,
   bucketS: BUCKET_S,
   slaP95S,

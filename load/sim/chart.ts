@@ -27,7 +27,7 @@ const PLOT_WIDTH = WIDTH - LEFT - RIGHT
 const COLORS = { rate: '#9aa5b1', replicas: '#1f6feb', ready: '#0b3d91', depth: '#8250df', target: '#bf8700', p95: '#cf222e', sla: '#1a7f37', violation: '#ffebe9' }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-const fmt = (x: number) => (x >= 10_000 ? `${Math.round(x / 1000)}k` : x >= 1000 ? `${(x / 1000).toFixed(1)}k` : x >= 10 ? String(Math.round(x)) : x.toFixed(x >= 1 ? 1 : 2))
+const fmt = (x: number) => (x === 0 ? '0' : x >= 10_000 ? `${Math.round(x / 1000)}k` : x >= 1000 ? `${(x / 1000).toFixed(1)}k` : x >= 10 ? String(Math.round(x)) : x.toFixed(x >= 1 ? 1 : 2))
 
 /** A round upper bound for an axis: 1, 2 or 5 times a power of ten. */
 const niceMax = (x: number): number => {

@@ -84,10 +84,12 @@ ${curveTable(r.curve)}
 
 ## Recommendation for p95 ≤ ${ms(r.slaP95S)} ms at ${int(r.peakRps)} req/s peak
 
-- **target ${rec.target} rows per replica**: one replica meets the SLA up to ${int(rec.slaRps)} req/s, where its mean depth is ${rec.slaDepth.toFixed(1)}
-  rows; less the 10 % the HPA tolerates above target → ${rec.target} (≈ ${int(rec.targetRps)} req/s per replica).
+- **target ${rec.target} rows per replica** (≈ ${int(rec.targetRps)} req/s per replica): one replica meets the SLA up to ${int(rec.slaRps)} req/s,
+  where its mean depth is ${rec.slaDepth.toFixed(1)} rows; the target starts there less the 10 % the HPA tolerates above it, and is
+  lowered (operating points of 100, 90, … 40 % of that rate) until the trace runs with the committed min without refusals and
+  with at most 1 % of its minutes violating: a spike must fit into the running replicas' headroom until new pods are ready.
 - **max ${rec.maxReplicas} replicas**: ${int(r.peakRps)} req/s ÷ ${int(rec.targetRps)} req/s per replica.
-- **min ${rec.minReplicas} replicas**: the fewest that keep the violating minutes within 1 % of the trace
-  (tried: ${rec.tried.map((t) => `min ${t.setting.config.minReplicas} → ${pct(t.violatedShare)}`).join(', ')}).
+- **min ${rec.minReplicas} replicas**: the fewest (up to the committed min) that still pass
+  (tried: ${rec.tried.map((t) => `min ${t.setting.config.minReplicas}/max ${t.setting.config.maxReplicas} → ${pct(t.violatedShare)}, ${int(t.result.rejected)} refused`).join('; ')}).
 `
 }

@@ -96,42 +96,62 @@ export interface Recommendation {
   tried: SettingOutcome[]
 }
 
-/** Linear interpolation of the rate at which the curve's depth reaches `depth`. */
-const rateAtDepth = (curve: readonly ReplicaPoint[], depth: number): number => {
+/** Linear interpolation of `to` at which the curve's `from` reaches `value`. */
+const interpolate = (curve: readonly ReplicaPoint[], from: 'rps' | 'meanDepth', to: 'rps' | 'meanDepth', value: number): number => {
   for (let i = 1; i < curve.length; i++) {
     const [a, b] = [curve[i - 1], curve[i]]
-    if (b.meanDepth >= depth) return a.rps + ((depth - a.meanDepth) / (b.meanDepth - a.meanDepth)) * (b.rps - a.rps)
+    if (b[from] >= value) return a[to] + ((value - a[from]) / (b[from] - a[from])) * (b[to] - a[to])
   }
-  return curve[curve.length - 1].rps
+  return curve[curve.length - 1][to]
 }
 
-/** Violating at most this share of the trace's minutes passes. */
+/** Violating at most this share of the trace's minutes, and refusing nothing, passes. */
 export const ACCEPTED_VIOLATION_SHARE = 0.01
+/** Shares of the SLA rate tried for the per-replica operating point, highest first. */
+const HEADROOM_STEPS = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
 
 /**
  * Target: the depth one replica shows at the highest steady rate that meets the SLA, less the HPA's
- * tolerance (the controller lets the gauge sit 10 % above target without acting). Max: the peak
- * over the per-replica rate at that target. Min: the fewest replicas, run against the trace, that
- * keep the violating minutes within ACCEPTED_VIOLATION_SHARE while new pods start.
+ * tolerance (the controller lets the gauge sit 10 % above target without acting) — lowered step by
+ * step while the trace, run with the committed min, refuses requests or violates more than
+ * ACCEPTED_VIOLATION_SHARE of its minutes: a spike has to fit into the headroom of the replicas
+ * already running until new ones are ready. Max: the peak over the per-replica rate at that
+ * target. Min: the fewest replicas (up to the committed min) that still pass.
  */
 export const recommend = (tier: Tier, trace: Trace, base: Setting, curve: readonly ReplicaPoint[], peakRps: number): Recommendation => {
   const meeting = curve.filter((p) => p.p95S <= tier.slaP95S && p.rejected === 0)
   if (meeting.length === 0) throw new Error(`no steady rate meets a p95 of ${tier.slaP95S * 1000} ms: one replica's batching delay and service time alone exceed it`)
   const best = meeting[meeting.length - 1]
-  const target = Math.max(1, Math.floor(best.meanDepth / (1 + DEFAULT_TOLERANCE)))
-  const targetRps = rateAtDepth(curve, target)
-  const maxReplicas = Math.max(1, Math.ceil(peakRps / targetRps))
   const tried: SettingOutcome[] = []
-  for (let min = 1; min <= maxReplicas; min++) {
-    const setting: Setting = {
-      name: `recommended (min ${min}, max ${maxReplicas}, target ${target})`,
-      config: { ...base.config, minReplicas: min, maxReplicas, target },
+  const attempt = (minReplicas: number, maxReplicas: number, target: number): SettingOutcome => {
+    const outcome = runSetting(tier, trace, {
+      name: `recommended (min ${minReplicas}, max ${maxReplicas}, target ${target})`,
+      config: { ...base.config, minReplicas, maxReplicas, target },
       startDelayS: base.startDelayS,
-    }
-    const outcome = runSetting(tier, trace, setting)
+    })
     tried.push(outcome)
-    if (outcome.violatedShare <= ACCEPTED_VIOLATION_SHARE) break
+    return outcome
   }
-  const outcome = tried[tried.length - 1]
-  return { slaRps: best.rps, slaDepth: best.meanDepth, target, targetRps, maxReplicas, minReplicas: outcome.setting.config.minReplicas, outcome, tried }
+  const passes = (o: SettingOutcome) => o.violatedShare <= ACCEPTED_VIOLATION_SHARE && o.result.rejected === 0
+  const targets = [...new Set(HEADROOM_STEPS.map((share) => Math.max(1, Math.floor(interpolate(curve, 'rps', 'meanDepth', share * best.rps) / (1 + DEFAULT_TOLERANCE)))))]
+  let chosen: SettingOutcome | undefined
+  for (const target of targets) {
+    const maxReplicas = Math.max(base.config.minReplicas, Math.ceil(peakRps / interpolate(curve, 'meanDepth', 'rps', target)))
+    const outcome = attempt(base.config.minReplicas, maxReplicas, target)
+    if (passes(outcome)) {
+      chosen = outcome
+      break
+    }
+  }
+  chosen ??= tried[tried.length - 1]
+  const { target, maxReplicas } = chosen.setting.config
+  for (let min = 1; min < base.config.minReplicas; min++) {
+    const outcome = attempt(min, maxReplicas, target)
+    if (passes(outcome)) {
+      chosen = outcome
+      break
+    }
+  }
+  const outcome = chosen
+  return { slaRps: best.rps, slaDepth: best.meanDepth, target, targetRps: interpolate(curve, 'meanDepth', 'rps', target), maxReplicas, minReplicas: outcome.setting.config.minReplicas, outcome, tried }
 }
