@@ -37,8 +37,11 @@ export interface ResponseOutput {
   data: Array<number | boolean | string>
 }
 
-/** Why a batch left the queue: full, the oldest request's delay ran out, or a preferred size formed; `single` when batching is off. */
-export type BatchReason = 'full' | 'delay' | 'preferred' | 'single'
+/**
+ * Why a batch left the queue: full, an instance was free (`idle` dispatch), the oldest request's
+ * delay ran out or a preferred size formed (`delay` dispatch); `single` when batching is off.
+ */
+export type BatchReason = 'full' | 'idle' | 'delay' | 'preferred' | 'single'
 
 /** Parameters every infer response carries, explaining how it was served. */
 export interface ServedParameters extends Parameters {

@@ -4,6 +4,7 @@ import type { BatchReason } from '../../shared/protocol.ts'
 import { InferenceError } from '../errors.ts'
 import { concatRows, sliceRows, type TensorMap } from '../executor/tensor.ts'
 import type { RunResult } from '../executor/executor.ts'
+import type { DispatchPolicy } from '../repository/model-config.ts'
 import type { BatchSpans } from '../monitor/tracing/index.ts'
 
 /** What the batcher needs of an executor: how many instances are free, and a way to run a batch. */
@@ -13,15 +14,32 @@ export interface BatchExecutor {
   run(feeds: TensorMap, outputs: string[]): Promise<RunResult>
 }
 
+/** Time (milliseconds on performance.now()'s scale) and timers as the batcher sees them. */
+export interface BatcherClock {
+  now(): number
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+const systemClock: BatcherClock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
+}
+
 export interface BatcherOptions {
   /** Rows per run; requests larger than this are split. */
   maxBatchSize: number
+  /** `idle`: send at once to a free instance; `delay`: Triton's timing (the two next options). */
+  dispatch: DispatchPolicy
   maxQueueDelayUs: number
   preferredBatchSizes: readonly number[]
   /** Rows that may wait; beyond it requests are refused with 429. */
   maxQueueSize: number
   /** Off: every request runs alone, in arrival order. */
   batching: boolean
+  /** The system clock unless a test drives time itself. */
+  clock?: BatcherClock
 }
 
 export interface BatchRequest {
@@ -61,7 +79,7 @@ interface Entry {
   span: Span | undefined
   /** Set once the entry has left the queue: dispatched, expired or cancelled. */
   settled: boolean
-  expiry?: NodeJS.Timeout
+  expiry?: unknown
   resolve(result: BatchResult): void
   reject(err: InferenceError): void
 }
@@ -76,13 +94,23 @@ const shapeKey = (inputs: TensorMap): string => {
 }
 
 /**
- * The dynamic batcher of one model version (Triton's semantics, plus bounded admission and
- * deadlines). A batch leaves as soon as `maxBatchSize` rows wait (`full`), queued requests add
- * up to a preferred size (`preferred`), or the oldest request has waited `maxQueueDelayUs`
- * (`delay`) — and only when an executor instance is free, so the next batch keeps forming
- * while the current one runs. As in Triton, only requests of the same shape share a batch (a
- * model with a variable inner dimension gets one batch per shape), and a batch that fails, even
- * while it is being put together, fails its own callers only: nothing thrown leaves the pump.
+ * The dynamic batcher of one model version, with bounded admission and deadlines. A batch only
+ * ever leaves for a free executor instance, so the next one forms while the current one runs;
+ * when it leaves depends on the dispatch policy:
+ *
+ * - `idle`: whenever an instance is free, the oldest request's shape goes at once, up to
+ *   `maxBatchSize` rows (`full` if that many wait, else `idle`), one batch per free instance.
+ *   Submissions are pumped at the end of the event-loop turn, so requests read in the same I/O
+ *   poll leave together. While every instance is busy requests only queue, and the instance that
+ *   frees up takes them as one batch: batches grow with load, a lone request never waits, and
+ *   there is nothing for a delay timer or preferred sizes to decide.
+ * - `delay` (Triton's semantics): a batch leaves as soon as `maxBatchSize` rows wait (`full`),
+ *   queued requests add up to a preferred size (`preferred`), or the oldest request has waited
+ *   `maxQueueDelayUs` (`delay`), even when an instance sat idle meanwhile.
+ *
+ * As in Triton, only requests of the same shape share a batch (a model with a variable inner
+ * dimension gets one batch per shape), and a batch that fails, even while it is being put
+ * together, fails its own callers only: nothing thrown leaves the pump.
  */
 export class Batcher {
   private queue: Entry[] = []
@@ -91,8 +119,10 @@ export class Batcher {
   /** Rows waiting per shape (one entry for a model without variable inner dims). */
   private queuedRowsByShape = new Map<string, number>()
   private runningRows = 0
-  private timer: NodeJS.Timeout | undefined
+  private timer: unknown
   private timerAt = Infinity
+  private pumpScheduled = false
+  private readonly clock: BatcherClock
   private closing = false
   /** Set when the version can no longer run anything: every request is refused with it. */
   private failure: InferenceError | undefined
@@ -107,7 +137,9 @@ export class Batcher {
     private readonly observer: BatchObserver = { batch() {}, refused() {} },
     /** Present only when tracing is on. */
     private readonly spans?: BatchSpans,
-  ) {}
+  ) {
+    this.clock = options.clock ?? systemClock
+  }
 
   /** Rows waiting plus rows running: the autoscaling signal. */
   get depth(): number {
@@ -130,14 +162,28 @@ export class Batcher {
     } catch (err) {
       return Promise.reject(err)
     }
-    const now = performance.now()
+    const now = this.clock.now()
     const limit = this.options.batching ? this.options.maxBatchSize : Infinity
     const promise =
       request.rows <= limit
         ? new Promise<BatchResult>((resolve, reject) => this.enqueue(request, now, resolve, reject))
         : this.submitSplit(request, limit, now)
-    this.pump()
+    this.pumpAfterSubmit()
     return promise
+  }
+
+  /** Under idle dispatch a free instance takes what arrived in this event-loop turn; when none is free, the next to free up pumps. */
+  private pumpAfterSubmit(): void {
+    if (this.options.dispatch === 'delay' || !this.options.batching) {
+      this.pump()
+      return
+    }
+    if (this.pumpScheduled || this.executor.idle === 0) return
+    this.pumpScheduled = true
+    setImmediate(() => {
+      this.pumpScheduled = false
+      this.pump()
+    })
   }
 
   /** Capacity came back (an instance was replaced): send what waited for it. */
@@ -181,7 +227,7 @@ export class Batcher {
     }
     if (deadline !== undefined && rate > 0) {
       const waitMs = ((this.depth + rows) / rate) * 1000
-      const leftMs = deadline - performance.now()
+      const leftMs = deadline - this.clock.now()
       if (waitMs > leftMs) {
         this.observer.refused('deadline_unmeetable')
         throw new InferenceError(
@@ -202,7 +248,7 @@ export class Batcher {
   ): Entry {
     const entry: Entry = { inputs: request.inputs, shape: shapeKey(request.inputs), rows: request.rows, outputs: request.outputs, enqueuedAt: now, span: request.span, settled: false, resolve, reject }
     if (request.deadline !== undefined) {
-      entry.expiry = setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
+      entry.expiry = this.clock.setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
     this.queue.push(entry)
     this.countQueued(entry.shape, entry.rows)
@@ -247,13 +293,13 @@ export class Batcher {
     if (entry.settled) return
     this.cancel(entry)
     this.observer.refused('expired')
-    entry.reject(new InferenceError(504, `deadline expired after ${Math.round(performance.now() - entry.enqueuedAt)} ms in the queue`, {}, 'expired'))
+    entry.reject(new InferenceError(504, `deadline expired after ${Math.round(this.clock.now() - entry.enqueuedAt)} ms in the queue`, {}, 'expired'))
   }
 
   private cancel(entry: Entry): void {
     if (entry.settled) return
     entry.settled = true
-    clearTimeout(entry.expiry)
+    this.clock.clearTimeout(entry.expiry)
     this.countQueued(entry.shape, -entry.rows)
     this.notifyIfIdle()
   }
@@ -263,7 +309,7 @@ export class Batcher {
     while (this.executor.idle > 0) {
       const oldest = this.peek()
       if (!oldest) break
-      const now = performance.now()
+      const now = this.clock.now()
       const batch = this.formBatch(oldest, now) ?? this.fullBatchOfAnotherShape(oldest.shape)
       if (!batch) {
         this.wakeAt(oldest.enqueuedAt + this.options.maxQueueDelayUs / 1000, now)
@@ -275,10 +321,11 @@ export class Batcher {
 
   /** The batch due for the oldest request's shape, if one is. */
   private formBatch(oldest: Entry, now: number): { entries: Entry[]; reason: BatchReason } | undefined {
-    const { batching, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = this.options
+    const { batching, dispatch, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = this.options
     const { shape } = oldest
     if (!batching) return { entries: this.take(shape, 1, Infinity), reason: 'single' }
     if (this.queuedRowsByShape.get(shape)! >= maxBatchSize) return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'full' }
+    if (dispatch === 'idle') return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'idle' }
     const preferred = this.preferredPrefix(shape, preferredBatchSizes)
     if (preferred > 0) return { entries: this.take(shape, Infinity, preferred), reason: 'preferred' }
     if (this.closing || now - oldest.enqueuedAt >= maxQueueDelayUs / 1000) {
@@ -332,7 +379,7 @@ export class Batcher {
       if (entry.settled || entry.shape !== shape) continue
       if (total + entry.rows > rows) break
       entry.settled = true
-      clearTimeout(entry.expiry)
+      this.clock.clearTimeout(entry.expiry)
       total += entry.rows
       taken.push(entry)
     }
@@ -363,7 +410,7 @@ export class Batcher {
     this.runningRows += rows
     this.executor.run(feeds, outputs).then(
       ({ outputs: results, computeUs }) => {
-        const elapsedMs = performance.now() - now
+        const elapsedMs = this.clock.now() - now
         const rate = rows / Math.max(elapsedMs, 1e-3)
         this.rowsPerMs = this.rowsPerMs === 0 ? rate : this.rowsPerMs + RATE_SMOOTHING * (rate - this.rowsPerMs)
         this.observer.batch(rows, reason, computeUs, queueUs)
@@ -394,9 +441,9 @@ export class Batcher {
 
   private wakeAt(at: number, now: number): void {
     if (this.timer && this.timerAt <= at) return
-    clearTimeout(this.timer)
+    this.clock.clearTimeout(this.timer)
     this.timerAt = at
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined
       this.timerAt = Infinity
       this.pump()
@@ -405,7 +452,7 @@ export class Batcher {
 
   private notifyIfIdle(): void {
     if (this.depth !== 0 || this.idleWaiters.length === 0) return
-    clearTimeout(this.timer)
+    this.clock.clearTimeout(this.timer)
     for (const wake of this.idleWaiters.splice(0)) wake()
   }
 }

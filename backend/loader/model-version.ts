@@ -87,6 +87,7 @@ export class ModelVersion {
       {
         batching,
         maxBatchSize: Math.max(1, config.max_batch_size),
+        dispatch: config.dynamic_batching?.dispatch ?? 'idle',
         maxQueueDelayUs: config.dynamic_batching?.max_queue_delay_us ?? 0,
         preferredBatchSizes: config.dynamic_batching?.preferred_batch_sizes ?? [],
         maxQueueSize: config.dynamic_batching?.max_queue_size ?? 4096,

@@ -12,10 +12,21 @@ const tensorConfig = z.strictObject({
   allow_non_finite: z.boolean().default(false),
 })
 
+/** When a batch leaves: see the Batcher for the two policies. */
+export const DISPATCH_POLICIES = ['idle', 'delay'] as const
+export type DispatchPolicy = (typeof DISPATCH_POLICIES)[number]
+
 const dynamicBatching = z.strictObject({
-  /** How long the oldest queued request may wait for company before its batch is sent. */
+  /**
+   * `idle`: what is queued goes at once to a free instance; batches form only while every
+   * instance is busy. `delay`: Triton's batcher, waiting up to max_queue_delay_us for company.
+   */
+  dispatch: z
+    .enum(DISPATCH_POLICIES, { error: (issue) => `dispatch must be "idle" (send at once to a free instance) or "delay" (wait up to max_queue_delay_us, as Triton does), not ${JSON.stringify(issue.input)}` })
+    .default('idle'),
+  /** Under `delay`: how long the oldest queued request may wait for company before its batch is sent. */
   max_queue_delay_us: z.number().int().min(0).default(2_000),
-  /** Batch sizes that are sent at once when the queue can form them. */
+  /** Under `delay`: batch sizes that are sent at once when the queue can form them. */
   preferred_batch_sizes: z.array(z.number().int().positive()).default([]),
   /** Rows waiting beyond which new requests are refused with 429. */
   max_queue_size: z.number().int().positive().default(4_096),

@@ -21,7 +21,7 @@ const row = (i: number) => [i, -i, i / 2, 1]
 const request = (values: number[][], deadline?: number) => ({ inputs: rows(values), rows: values.length, outputs: ['probabilities'], deadline })
 
 const batcher = (options: Partial<BatcherOptions>, observer?: BatchObserver) =>
-  new Batcher(executor, { batching: true, maxBatchSize: 4, maxQueueDelayUs: 200_000, preferredBatchSizes: [], maxQueueSize: 64, ...options }, observer)
+  new Batcher(executor, { batching: true, dispatch: 'delay', maxBatchSize: 4, maxQueueDelayUs: 200_000, preferredBatchSizes: [], maxQueueSize: 64, ...options }, observer)
 
 /** What the model answers for each row run alone: the reference every batched answer must match. */
 const alone = async (values: number[][]) => {

@@ -4,8 +4,8 @@ import { createFixtureRepository, type FixtureRepository } from '../support/fixt
 import { writeRowSumModel } from '../support/row-sum-model.ts'
 
 /**
- * A model with a variable inner dimension behind the real server: requests of different lengths
- * arrive within one queue delay, so a batcher that mixed them would either fail to concatenate
+ * A model with a variable inner dimension behind the real server, under `delay` dispatch so that
+ * requests of different lengths meet in the queue: they arrive within one queue delay, so a batcher that mixed them would either fail to concatenate
  * (and, from its timer, crash the process) or hand rows to the wrong callers.
  */
 let repo: FixtureRepository
@@ -14,6 +14,7 @@ let backend: BackendProcess
 beforeAll(async () => {
   repo = await createFixtureRepository({ withDemo: false })
   await writeRowSumModel(repo.root, 'row-sum', 50_000)
+  await repo.editConfig('row-sum', (config) => ((config.dynamic_batching as Record<string, unknown>).dispatch = 'delay'))
   backend = await startBackend({ MODEL_REPOSITORY: repo.root })
 })
 
