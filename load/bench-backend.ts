@@ -1,40 +1,63 @@
-import { runAutocannon, type LoadResult } from './autocannon.ts'
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { runAutocannon, type LoadOptions, type LoadResult } from './autocannon.ts'
 import { processCpuMicros } from './cpu.ts'
+import { positiveInt } from './env.ts'
 import type { CeilingResult } from './in-process.ts'
 import type { CeilingJob } from './in-process-child.ts'
-import { meanBatchSize, scrapeBatchCounters } from './metrics.ts'
+import { meanBatchSize, scrapeBatchCounters, type BatchCounters } from './metrics.ts'
+import { scrapePeerBatches, startFastApiPeer, startOipPeer } from './peers/start.ts'
 import { cleanUp, installSignalHandlers, interrupted } from './processes.ts'
-import type { ModelResults, ServedRun } from './results.ts'
+import { summarize, verdictsFor, type Figures, type Sample, type VerdictInputs } from './results.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
 import { assertAlive, primeInfer, runEntry, startServer, waitReady, type ServerProcess } from './servers.ts'
-import { formatChecks, formatMeasurements } from './table.ts'
-import { computeBoundWorkload, creditRiskWorkload, type Workload } from './workloads.ts'
-import { positiveInt } from './env.ts'
+import { formatMeasurements, formatVerdicts, type CeilingRow, type MeasuredRow } from './table.ts'
+import { computeBoundWorkload, creditRiskWorkload, withDispatch, type Dispatch, type Workload } from './workloads.ts'
+import { runWrk, wrkBin } from './wrk.ts'
 
 /**
- * `npm run bench:backend`: for the tiny demo model and a compute-bound one, measures what the
- * machine allows (onnxruntime in-process, HTTP with no model) and what the real server does with
- * batching off and on, all in one run, and prints the ratios against the issue's targets.
+ * `npm run bench:backend` (issue 16): the backend beside its peers in one run — HTTP with no model
+ * (H), the smallest honest OIP batcher and its one-run-per-request twin (load/peers/oip-peer.ts),
+ * FastAPI + uvicorn on numpy (load/peers/fastapi-peer.py) — for the tiny credit-risk model and
+ * the compute-bound one; the batcher's idle and delay dispatch at 1 to 256 connections; and the
+ * issue's targets, each judged PASS/MISS on the medians of this run's rows.
  *
- * Env: BENCH_DURATION_S (default 15), BENCH_CONNECTIONS (64), BENCH_WARMUP_S (2),
- * BENCH_NODES (Node binaries to run every row on, comma-separated; default the one running this).
+ * Every server starts once and stays up; the rows then take turns, round after round (ABAB…), so
+ * a slow spell of the machine lands on all alike.
+ *
+ * Env: BENCH_DURATION_S (default 12), BENCH_WARMUP_S (2), BENCH_ROUNDS (2), BENCH_CONNECTIONS (64),
+ * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~2 min), BENCH_LOADGEN (wrk | autocannon),
+ * BENCH_NODES (Node binaries to run every Node row on, comma-separated), BENCH_PYTHON, WRK_BIN.
  */
 
 interface BenchSettings {
   durationS: number
-  connections: number
   warmupS: number
+  rounds: number
+  connections: number
   /** In-process runs are steady within seconds; more would only stretch the benchmark. */
   ceilingS: number
+  loadgen: 'wrk' | 'autocannon'
 }
 
+/** The connection counts of the dispatch rows; 8 is the low-load target's, 64 and 256 the high-load ones'. */
+const DISPATCH_CONNECTIONS = [1, 8, 64, 256]
+const LOW_LOAD = 8
+const HIGH_LOAD = [64, 256]
+
 const readSettings = (): BenchSettings => {
-  const durationS = positiveInt('BENCH_DURATION_S', 15)
+  const quick = process.env.BENCH_QUICK === '1'
+  const durationS = positiveInt('BENCH_DURATION_S', quick ? 1 : 12)
+  const loadgen = process.env.BENCH_LOADGEN ?? 'wrk'
+  if (loadgen !== 'wrk' && loadgen !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got "${loadgen}"`)
+  if (loadgen === 'wrk' && !existsSync(wrkBin())) throw new Error(`${wrkBin()} not found: apt-get install wrk, or set WRK_BIN or BENCH_LOADGEN=autocannon`)
   return {
     durationS,
+    warmupS: positiveInt('BENCH_WARMUP_S', quick ? 1 : 2),
+    rounds: positiveInt('BENCH_ROUNDS', 2),
     connections: positiveInt('BENCH_CONNECTIONS', 64),
-    warmupS: positiveInt('BENCH_WARMUP_S', 2),
-    ceilingS: Math.min(durationS, 5),
+    ceilingS: Math.min(durationS, 3),
+    loadgen,
   }
 }
 
@@ -42,138 +65,215 @@ const progress = (message: string): void => {
   process.stderr.write(`${message}\n`)
 }
 
-const inferUrl = (base: string, model: string): string => `${base}/v2/models/${model}/infer`
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** One autocannon run at the benchmark's concurrency. */
-const loadFor = (url: string, body: string, settings: BenchSettings, durationS: number): Promise<LoadResult> =>
-  runAutocannon({ url, body, connections: settings.connections, durationS })
+const uptime = (): string => execFileSync('uptime', { encoding: 'utf8' }).trim()
 
-/** A measured run, with the server's own CPU time per completed request. */
-const measuredLoad = async (server: ServerProcess, url: string, body: string, settings: BenchSettings): Promise<LoadResult> => {
-  const pid = server.child.process.pid
-  const cpuBefore = pid === undefined ? Number.NaN : processCpuMicros(pid)
-  const load = await loadFor(url, body, settings, settings.durationS)
-  const cpuAfter = pid === undefined ? Number.NaN : processCpuMicros(pid)
-  return { ...load, serverCpuUsPerRequest: load.completed > 0 ? (cpuAfter - cpuBefore) / load.completed : Number.NaN }
+const inferUrl = (base: string, model: string): string => `${base}/v2/models/${model}/infer`
+
+/** What a row names itself by, and how the verdicts find it. */
+type RowKind = 'http' | 'peer-batcher' | 'peer-per-request' | 'fastapi' | 'backend-on' | 'backend-off' | 'backend-drift-off' | `dispatch-${Dispatch}`
+
+const LABELS: Record<RowKind, string> = {
+  'http': 'H http, no model',
+  'peer-batcher': 'peer: Hono + ort, batcher',
+  'peer-per-request': 'peer: Hono + ort, run per request',
+  'fastapi': 'peer: FastAPI + numpy',
+  'backend-on': 'backend BATCHING=on',
+  'backend-off': 'backend BATCHING=off',
+  'backend-drift-off': 'backend BATCHING=on DRIFT_MONITORING=off',
+  'dispatch-idle': 'backend dispatch: idle',
+  'dispatch-delay': 'backend dispatch: delay',
 }
 
-interface ServedMeasurement extends ServedRun {
-  /** The server's answer to one request: the template the HTTP ceiling answers with. */
-  sampleResponse: string
-  version: string
+/** A server the benchmark loads: how to start it, at which concurrencies, and where its batch counts are. */
+interface Subject {
+  kind: RowKind
+  workload: Workload
+  runtime?: Runtime
+  connections: readonly number[]
+  start(): Promise<ServerProcess>
+  batches?(url: string): Promise<BatchCounters>
+  /** A server that may refuse its configuration (a dispatch field the backend does not know yet): its rows go unmeasured, the rest go on. */
+  optional?: boolean
 }
 
-/** Starts the real server on `runtime`, loads it, and reads the batch sizes it formed during the measured run. */
-const measureServer = async (workload: Workload, runtime: Runtime, batching: 'on' | 'off', settings: BenchSettings, monitoring: 'on' | 'off' = 'on'): Promise<ServedMeasurement> => {
-  progress(`${workload.model} ${runtime.version}: server BATCHING=${batching} DRIFT_MONITORING=${monitoring}`)
-  let server: ServerProcess | undefined
+interface Running {
+  subject: Subject
+  server: ServerProcess
+  /** One response, the template H answers with. */
+  sample: string
+  samples: Map<number, Sample[]>
+}
+
+const backendBatches = (workload: Workload) => (url: string) => scrapeBatchCounters(url, workload.model)
+
+const startBackend = (workload: Workload, runtime: Runtime, env: Record<string, string>) => () =>
+  startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, ...env }, runtime.bin)
+
+/** Starts, waits for ready, primes, and checks the server answers the version the peers serve. */
+const bringUp = async (subject: Subject): Promise<Running> => {
+  const name = `${subject.workload.model} ${LABELS[subject.kind]}${subject.runtime ? ` (${subject.runtime.version})` : ''}`
+  progress(`starting ${name}`)
+  const server = await subject.start()
   try {
-    server = await startServer('backend/server.ts', { MODEL_REPOSITORY: workload.repository, BATCHING: batching, DRIFT_MONITORING: monitoring }, runtime.bin)
-    await waitReady(server.url)
-    const url = inferUrl(server.url, workload.model)
-    const sampleResponse = await primeInfer(url, workload.body)
-    // Uncounted: JIT, socket pools and the batcher's drain-rate estimate settle first.
-    await loadFor(url, workload.body, settings, settings.warmupS)
-    const before = await scrapeBatchCounters(server.url, workload.model)
-    const load = await measuredLoad(server, url, workload.body, settings)
-    // Let batches still running when autocannon hung up reach the histogram.
-    await sleep(200)
-    assertAlive(server, 'the measured run')
-    const after = await scrapeBatchCounters(server.url, workload.model)
-    const version = String((JSON.parse(sampleResponse) as { model_version?: string }).model_version ?? '1')
-    return { load, meanBatch: meanBatchSize(before, after), sampleResponse, version }
-  } finally {
-    await server?.stop()
+    await waitReady(server.url, { timeoutMs: 60_000 })
+    const sample = await primeInfer(inferUrl(server.url, subject.workload.model), subject.workload.body)
+    const version = (JSON.parse(sample) as { model_version?: string }).model_version
+    if (version !== subject.workload.version) throw new Error(`${name} answered version ${version}, the peers serve ${subject.workload.version}`)
+    return { subject, server, sample, samples: new Map() }
+  } catch (err) {
+    await server.stop()
+    throw err
   }
 }
 
-/** H: the Hono server with no model, answering with the real server's response. */
-const measureHttpCeiling = async (workload: Workload, runtime: Runtime, sampleResponse: string, settings: BenchSettings): Promise<LoadResult> => {
-  progress(`${workload.model} ${runtime.version}: HTTP ceiling`)
-  let server: ServerProcess | undefined
-  try {
-    server = await startServer('load/http-ceiling.ts', { CEILING_RESPONSE: sampleResponse }, runtime.bin)
-    await waitReady(server.url)
-    const url = inferUrl(server.url, workload.model)
-    await primeInfer(url, workload.body)
-    await loadFor(url, workload.body, settings, settings.warmupS)
-    const load = await measuredLoad(server, url, workload.body, settings)
-    assertAlive(server, 'the measured run')
-    return load
-  } finally {
-    await server?.stop()
+const loadOnce = (settings: BenchSettings, options: LoadOptions): Promise<LoadResult> =>
+  settings.loadgen === 'wrk' ? runWrk(options) : runAutocannon(options)
+
+/** One warm-up and one measured run, with the server's CPU time and the batches it formed in between. */
+const measure = async (running: Running, connections: number, settings: BenchSettings): Promise<Sample> => {
+  const { subject, server } = running
+  const options = { url: inferUrl(server.url, subject.workload.model), body: subject.workload.body, connections }
+  await loadOnce(settings, { ...options, durationS: settings.warmupS })
+  const pid = server.child.process.pid
+  if (pid === undefined) throw new Error(`${server.url} has no pid`)
+  const before = await subject.batches?.(server.url)
+  const cpuBefore = processCpuMicros(pid)
+  const load = await loadOnce(settings, { ...options, durationS: settings.durationS })
+  const cpuAfter = processCpuMicros(pid)
+  // Let batches still running when the load generator hung up reach the counters.
+  await sleep(200)
+  const after = await subject.batches?.(server.url)
+  assertAlive(server, 'the measured run')
+  return {
+    load,
+    cpuUsPerRequest: load.completed > 0 ? (cpuAfter - cpuBefore) / load.completed : Number.NaN,
+    meanBatch: before && after ? meanBatchSize(before, after) : Number.NaN,
   }
 }
 
 /** C(b) in a child process on `runtime` (load/in-process-child.ts): the engine as that Node drives it. */
-const measureInProcess = async (workload: Workload, runtime: Runtime, version: string, batchSize: number, settings: BenchSettings): Promise<number> => {
+const measureInProcess = async (workload: Workload, runtime: Runtime, batchSize: number, settings: BenchSettings): Promise<CeilingRow> => {
   progress(`${workload.model} ${runtime.version}: C(${batchSize}) in-process`)
-  const job: CeilingJob = {
-    modelPath: workload.modelPath(version),
-    inputName: workload.inputName,
-    row: Array.from(workload.row),
-    batchSize,
-    durationS: settings.ceilingS,
-  }
+  const job: CeilingJob = { modelPath: workload.modelPath(workload.version), inputName: workload.inputName, row: Array.from(workload.row), batchSize, durationS: settings.ceilingS }
   const stdout = await runEntry(`C(${batchSize}) of ${workload.model}`, runtime.bin, 'load/in-process-child.ts', { CEILING_JOB: JSON.stringify(job) })
-  return (JSON.parse(stdout) as CeilingResult).rowsPerSec
+  return { model: workload.model, node: runtime.version, batch: batchSize, rowsPerSec: (JSON.parse(stdout) as CeilingResult).rowsPerSec }
 }
 
 /**
- * One model's rows, one result per runtime, the runtimes taking turns row by row so a slow
- * spell of the machine lands on each alike. In-process ceilings run last, with no server alive,
- * so they measure the engine on otherwise idle cores (of this benchmark; other users of the
- * machine are not ours).
+ * Every row of the run, in the order they take turns. Node rows run once per runtime; H, which
+ * answers with the backend's own response, is started after the backend (`sampleOf`).
  */
-const benchModel = async (workload: Workload, checkAgainstHttp: boolean, settings: BenchSettings, runtimes: readonly Runtime[]): Promise<ModelResults[]> => {
-  const unbatched = await inTurn(runtimes, (r) => measureServer(workload, r, 'off', settings))
-  const batched = await inTurn(runtimes, (r) => measureServer(workload, r, 'on', settings))
-  // Drift counting costs only where the model ships a baseline to count against.
-  const unmonitored = workload.monitored ? await inTurn(runtimes, (r) => measureServer(workload, r, 'on', settings, 'off')) : undefined
-  const httpCeiling = await inTurn(runtimes, (r, i) => measureHttpCeiling(workload, r, unbatched[i].sampleResponse, settings))
-  const bs = batched.map(({ meanBatch }, i) => {
-    if (!Number.isFinite(meanBatch)) throw new Error(`${workload.model} ${runtimes[i].version}: the batched run executed no batches`)
-    return Math.max(1, Math.round(meanBatch))
-  })
-  // Every runtime's b on every runtime: each C row then has a counterpart to divide by.
-  const ceilings = runtimes.map(() => new Map<number, number>())
-  for (const batchSize of [...new Set([1, ...bs])].sort((x, y) => x - y)) {
-    const rowsPerSec = await inTurn(runtimes, (r, i) => measureInProcess(workload, r, batched[i].version, batchSize, settings))
-    rowsPerSec.forEach((x, i) => ceilings[i].set(batchSize, x))
+const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly Runtime[], settings: BenchSettings, sampleOf: (w: Workload, r: Runtime) => string): Promise<Subject[]> => {
+  const main = [settings.connections]
+  const idle = await withDispatch(tiny, 'idle')
+  const delay = await withDispatch(tiny, 'delay')
+  const perRuntime = (make: (r: Runtime) => Subject): Subject[] => runtimes.map(make)
+  return [
+    ...perRuntime((r) => ({ kind: 'backend-on', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'on' }), batches: backendBatches(tiny) })),
+    ...perRuntime((r) => ({ kind: 'http', workload: tiny, runtime: r, connections: main, start: () => startServer('load/http-ceiling.ts', { CEILING_RESPONSE: sampleOf(tiny, r) }, r.bin) })),
+    ...perRuntime((r) => ({ kind: 'peer-batcher', workload: tiny, runtime: r, connections: main, start: () => startOipPeer(tiny, true, r.bin), batches: scrapePeerBatches })),
+    ...perRuntime((r) => ({ kind: 'peer-per-request', workload: tiny, runtime: r, connections: [...new Set([...main, LOW_LOAD])], start: () => startOipPeer(tiny, false, r.bin), batches: scrapePeerBatches })),
+    { kind: 'fastapi', workload: tiny, connections: main, start: () => startFastApiPeer(tiny) },
+    ...perRuntime((r) => ({ kind: 'backend-off', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'off' }), batches: backendBatches(tiny) })),
+    ...perRuntime((r) => ({ kind: 'backend-drift-off', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'on', DRIFT_MONITORING: 'off' }), batches: backendBatches(tiny) })),
+    ...perRuntime((r) => ({ kind: 'backend-on', workload: heavy, runtime: r, connections: main, start: startBackend(heavy, r, { BATCHING: 'on' }), batches: backendBatches(heavy) })),
+    ...perRuntime((r) => ({ kind: 'peer-batcher', workload: heavy, runtime: r, connections: main, start: () => startOipPeer(heavy, true, r.bin), batches: scrapePeerBatches })),
+    ...([[idle, 'idle'], [delay, 'delay']] as const).flatMap(([workload, dispatch]) =>
+      perRuntime((r): Subject => ({ kind: `dispatch-${dispatch}`, workload, runtime: r, connections: DISPATCH_CONNECTIONS, start: startBackend(workload, r, { BATCHING: 'on' }), batches: backendBatches(workload), optional: true })),
+    ),
+  ]
+}
+
+const figuresOf = (running: readonly Running[], model: string, kind: RowKind, connections: number, runtime?: Runtime): Figures | undefined => {
+  const row = running.find((r) => r.subject.workload.model === model && r.subject.kind === kind && (r.subject.runtime === undefined || r.subject.runtime === runtime))
+  const samples = row?.samples.get(connections)
+  return samples && samples.length > 0 ? summarize(samples, row!.subject.workload.rowsPerRequest) : undefined
+}
+
+const verdictInputs = (running: readonly Running[], tiny: Workload, heavy: Workload, runtime: Runtime, connections: number): VerdictInputs => {
+  const tinyRow = (kind: RowKind, at = connections) => figuresOf(running, tiny.model, kind, at, runtime)
+  return {
+    tiny: {
+      peerBatcher: tinyRow('peer-batcher'),
+      peerPerRequest: tinyRow('peer-per-request'),
+      backendOn: tinyRow('backend-on'),
+      backendOff: tinyRow('backend-off'),
+      backendDriftOff: tinyRow('backend-drift-off'),
+    },
+    computeBound: { backend: figuresOf(running, heavy.model, 'backend-on', connections, runtime), peerBatcher: figuresOf(running, heavy.model, 'peer-batcher', connections, runtime) },
+    lowLoad: { connections: LOW_LOAD, backend: tinyRow('dispatch-idle', LOW_LOAD), peerPerRequest: tinyRow('peer-per-request', LOW_LOAD) },
+    highLoad: HIGH_LOAD.map((c) => ({ connections: c, idle: tinyRow('dispatch-idle', c), delay: tinyRow('dispatch-delay', c) })),
   }
-  return runtimes.map((runtime, i) => ({
-    model: workload.model,
-    node: runtime.version,
-    rowsPerRequest: workload.rowsPerRequest,
-    b: bs[i],
-    ceilings: ceilings[i],
-    httpCeiling: httpCeiling[i],
-    unbatched: { load: unbatched[i].load, meanBatch: unbatched[i].meanBatch },
-    batched: { load: batched[i].load, meanBatch: batched[i].meanBatch },
-    ...(unmonitored ? { unmonitored: { load: unmonitored[i].load, meanBatch: unmonitored[i].meanBatch } } : {}),
-    checkAgainstHttp,
-  }))
 }
 
 const main = async (): Promise<void> => {
   const settings = readSettings()
   const runtimes = benchRuntimes()
   installSignalHandlers()
+  const started = uptime()
   try {
-    progress(`bench:backend — ${settings.connections} connections, ${settings.durationS} s per run (+${settings.warmupS} s warm-up), 127.0.0.1, on ${runtimes.map((r) => r.version).join(', ')}`)
+    progress(`bench:backend — ${settings.rounds} rounds of ${settings.durationS} s runs (+${settings.warmupS} s warm-up), ${settings.loadgen}, 127.0.0.1, on ${runtimes.map((r) => r.version).join(', ')}\n${started}`)
     const tiny = await creditRiskWorkload()
     const heavy = await computeBoundWorkload()
-    const results = [...(await benchModel(tiny, true, settings, runtimes)), ...(await benchModel(heavy, false, settings, runtimes))]
+    const running: Running[] = []
+    const skipped: string[] = []
+    const sampleOf = (w: Workload, r: Runtime): string => {
+      const backend = running.find((x) => x.subject.workload === w && x.subject.kind === 'backend-on' && x.subject.runtime === r)
+      if (!backend) throw new Error(`H of ${w.model} needs the backend's response first`)
+      return backend.sample
+    }
+    for (const subject of await subjectsFor(tiny, heavy, runtimes, settings, sampleOf)) {
+      try {
+        running.push(await bringUp(subject))
+      } catch (err) {
+        if (!subject.optional) throw err
+        skipped.push(`${LABELS[subject.kind]}: not measured, the backend did not serve it (${err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err)})`)
+      }
+    }
+    const connectionOrder = [...new Set([settings.connections, ...DISPATCH_CONNECTIONS])]
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const connections of connectionOrder) {
+        for (const row of running.filter((r) => r.subject.connections.includes(connections))) {
+          progress(`round ${round}/${settings.rounds}, ${connections} conn: ${row.subject.workload.model} ${LABELS[row.subject.kind]}${row.subject.runtime ? ` ${row.subject.runtime.version}` : ''}`)
+          const sample = await measure(row, connections, settings)
+          row.samples.set(connections, [...(row.samples.get(connections) ?? []), sample])
+        }
+      }
+    }
+    await Promise.all(running.map((r) => r.server.stop()))
+    const rows: MeasuredRow[] = running.flatMap(({ subject, samples }) =>
+      [...samples].map(([connections, list]) => ({
+        model: subject.workload.model,
+        label: LABELS[subject.kind],
+        node: subject.runtime?.version,
+        connections,
+        samples: list,
+        figures: summarize(list, subject.workload.rowsPerRequest),
+      })),
+    )
+    // In-process ceilings last, with no server alive: the engine on otherwise idle cores (of this benchmark).
+    const ceilings: CeilingRow[] = []
+    for (const workload of [tiny, heavy]) {
+      for (const runtime of runtimes) {
+        const batched = figuresOf(running, workload.model, 'backend-on', settings.connections, runtime)
+        const b = Math.max(1, Math.round(batched?.meanBatch ?? 1))
+        for (const size of [...new Set([1, b])]) ceilings.push(await measureInProcess(workload, runtime, size, settings))
+      }
+    }
+    const verdicts = runtimes.map((r) => ({ node: r.version, verdicts: verdictsFor(verdictInputs(running, tiny, heavy, r, settings.connections)) }))
     const legend = [
       runtimesLegend(runtimes),
-      `C(b): onnxruntime-node in a child process on the row's Node, 1 intra-op thread, batch b (b = that Node's batched run's mean batch, rounded; every Node's b is measured on each Node).`,
-      `H: Hono on @hono/node-server with no model, same body in, same response out.`,
-      `CPU µs/req: the server process's CPU time (all threads) over the measured run ÷ requests completed; steady when neighbours are not.`,
-      `Load: autocannon in its own process, ${settings.connections} connections, ${settings.durationS} s per row, on the same cores.`,
+      `Rows: every server started once, the rows taking turns (${settings.rounds} rounds, ABAB…); each cell is the median of its runs, "req/s by run" lists them.`,
+      `Load: ${settings.loadgen === 'wrk' ? 'wrk (1 thread, Lua script for the POST body)' : 'autocannon'} in its own process on the same cores, ${settings.durationS} s per run after ${settings.warmupS} s of warm-up; conn = keep-alive connections.`,
+      `H: Hono on @hono/node-server with no model, same body in, the backend's response out. Peers (load/peers/): Hono + onnxruntime-node with a batcher at the model config's limits (max_batch_size ${tiny.maxBatchSize}, max_queue_delay_us ${tiny.maxQueueDelayUs}, one run at a time; no preferred sizes) or one session.run per request; FastAPI + uvicorn (1 worker, uvloop, httptools) on numpy with the ONNX file's weights.`,
+      `backend dispatch: the model config's dynamic_batching.dispatch set in a temporary copy of the repository (idle: a free instance takes what is queued at once; delay: Triton's max_queue_delay_us wait).`,
+      `CPU µs/req: the server process's CPU time (all threads, /proc/<pid>/stat) over the measured run ÷ requests completed. mean batch: the backend's batch-size histogram, the peer's own count.`,
+      `C(b): onnxruntime-node in a child process, 1 intra-op thread, batch b (b = the BATCHING=on row's mean batch, rounded).`,
+      ...skipped,
     ].join('\n')
-    process.stdout.write(`\n${formatMeasurements(results)}\n\n${formatChecks(results)}\n\n${legend}\n`)
+    process.stdout.write(`\n${formatMeasurements(rows, ceilings)}\n\n${formatVerdicts(verdicts)}\n\n${legend}\n\nuptime at start: ${started}\nuptime at end:   ${uptime()}\n`)
   } finally {
     await cleanUp()
   }

@@ -1,76 +1,95 @@
 import type { LoadResult } from './autocannon.ts'
 
-/** One autocannon run against a server, with what the server's metrics said about its batches. */
-export interface ServedRun {
+/** One measured run of one row: the load generator's figures, the server's CPU and its batches. */
+export interface Sample {
   load: LoadResult
-  /** Mean rows per executed batch (1 where nothing batches). */
+  /** The server process's CPU time (all threads) over the run ÷ completed requests. */
+  cpuUsPerRequest: number
+  /** Mean rows per executed batch; NaN where the server does not say. */
   meanBatch: number
 }
 
-/** Everything measured for one model, in one benchmark run. */
-export interface ModelResults {
-  model: string
-  /** The version of the Node every row of these results ran on. */
-  node: string
-  rowsPerRequest: number
-  /** The batch size of C(b): the batched run's mean, rounded. */
-  b: number
-  /** In-process ceilings C(batch), rows/s, by batch: 1, b, and any other runtime's b in the run. */
-  ceilings: ReadonlyMap<number, number>
-  httpCeiling: LoadResult
-  unbatched: ServedRun
-  batched: ServedRun
-  /** Batching on, drift counting off: the comparison for the monitoring overhead (models with a baseline). */
-  unmonitored?: ServedRun
-  /** Whether the "batched beats the HTTP ceiling" target applies (the tiny model only). */
-  checkAgainstHttp: boolean
+/** A row's runs reduced to their medians: what the table prints and the verdicts judge. */
+export interface Figures {
+  reqPerSec: number
+  rowsPerSec: number
+  p50Ms: number
+  p99Ms: number
+  cpuUsPerRequest: number
+  meanBatch: number
 }
 
-/** Rows answered with 2xx per second: autocannon's mean req/s scaled by the share that succeeded. */
+/** The median of the finite values; NaN when there are none. */
+export const median = (values: readonly number[]): number => {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/** Rows answered with 2xx per second: the mean req/s scaled by the share that succeeded. */
 export const rowsPerSec = (load: LoadResult, rowsPerRequest: number): number =>
   load.completed > 0 ? load.reqPerSec * rowsPerRequest * (load.ok / load.completed) : 0
 
-export interface Check {
-  model: string
+export const summarize = (samples: readonly Sample[], rowsPerRequest: number): Figures => ({
+  reqPerSec: median(samples.map((s) => s.load.reqPerSec)),
+  rowsPerSec: median(samples.map((s) => rowsPerSec(s.load, rowsPerRequest))),
+  p50Ms: median(samples.map((s) => s.load.p50Ms)),
+  p99Ms: median(samples.map((s) => s.load.p99Ms)),
+  cpuUsPerRequest: median(samples.map((s) => s.cpuUsPerRequest)),
+  meanBatch: median(samples.map((s) => s.meanBatch)),
+})
+
+/** The rows issue 16's targets compare, each the medians of its runs; undefined where not measured. */
+export interface VerdictInputs {
+  /** Credit-risk, one row per request, at the benchmark's main concurrency. */
+  tiny: {
+    peerBatcher?: Figures
+    peerPerRequest?: Figures
+    backendOn?: Figures
+    backendOff?: Figures
+    backendDriftOff?: Figures
+  }
+  computeBound: { backend?: Figures; peerBatcher?: Figures }
+  lowLoad: { connections: number; backend?: Figures; peerPerRequest?: Figures }
+  highLoad: ReadonlyArray<{ connections: number; idle?: Figures; delay?: Figures }>
+}
+
+export interface Verdict {
   name: string
-  /** How the measured value was formed, for the reader. */
+  /** The two figures divided, for the reader. */
   detail: string
   measured: number
+  comparator: '≤' | '≥'
   target: number
   pass: boolean
 }
 
-const check = (model: string, name: string, detail: string, measured: number, target: number): Check => ({
-  model, name, detail, measured, target, pass: Number.isFinite(measured) && measured >= target,
-})
+type Pick = (f: Figures) => number
 
-const k = (x: number): string => `${(x / 1000).toFixed(1)}k`
+const CPU: Pick = (f) => f.cpuUsPerRequest
+const REQ: Pick = (f) => f.reqPerSec
+const ROWS: Pick = (f) => f.rowsPerSec
+const P50: Pick = (f) => f.p50Ms
 
-/** The targets from the issue, evaluated on one run's numbers. */
-export const checksFor = (r: ModelResults): Check[] => {
-  const c1 = r.ceilings.get(1) ?? Number.NaN
-  const cb = r.ceilings.get(r.b) ?? Number.NaN
-  const batched = rowsPerSec(r.batched.load, r.rowsPerRequest)
-  const unbatched = rowsPerSec(r.unbatched.load, r.rowsPerRequest)
-  const http = rowsPerSec(r.httpCeiling, r.rowsPerRequest)
-  const limit = Math.min(cb, http)
-  const binding = cb <= http ? `C(${r.b})` : 'H'
-  const gain = batched / unbatched
-  const modelGain = cb / c1
-  const checks = [
-    check(r.model, 'batched ÷ min(C(b), H×rows)', `${k(batched)} ÷ ${k(limit)} (binding: ${binding})`, batched / limit, 0.75),
-    check(
-      r.model,
-      '(batched ÷ unbatched) ÷ (C(b) ÷ C(1))',
-      `${gain.toFixed(2)}× ÷ ${modelGain.toFixed(2)}×`,
-      gain / modelGain,
-      0.75,
-    ),
-  ]
-  if (r.checkAgainstHttp) checks.push(check(r.model, 'batched ÷ H', `${k(batched)} ÷ ${k(http)}`, batched / http, 1))
-  if (r.unmonitored) {
-    const off = rowsPerSec(r.unmonitored.load, r.rowsPerRequest)
-    checks.push(check(r.model, 'drift monitoring on ÷ off', `${k(batched)} ÷ ${k(off)}`, batched / off, 0.95))
-  }
-  return checks
+const short = (x: number): string => (Math.abs(x) >= 1000 ? `${(x / 1000).toFixed(1)}k` : x >= 10 ? x.toFixed(0) : x.toFixed(2))
+
+/** `a ÷ b` of one figure against a bound; a missing side is a MISS, never a PASS. */
+const ratio = (name: string, pick: Pick, unit: string, a: Figures | undefined, b: Figures | undefined, comparator: '≤' | '≥', target: number): Verdict => {
+  const [x, y] = [a ? pick(a) : Number.NaN, b ? pick(b) : Number.NaN]
+  const measured = x / y
+  const within = comparator === '≤' ? measured <= target : measured >= target
+  const detail = a && b ? `${short(x)} ÷ ${short(y)} ${unit}` : 'not measured'
+  return { name, detail, measured, comparator, target, pass: Number.isFinite(measured) && within }
 }
+
+/** Issue 16's targets, judged on one run's medians. */
+export const verdictsFor = ({ tiny, computeBound, lowLoad, highLoad }: VerdictInputs): Verdict[] => [
+  ratio('tiny, batching on: CPU/req backend ÷ peer batcher', CPU, 'µs', tiny.backendOn, tiny.peerBatcher, '≤', 1.25),
+  ratio('tiny, batching off: CPU/req backend ÷ per-request peer', CPU, 'µs', tiny.backendOff, tiny.peerPerRequest, '≤', 1.5),
+  ratio('compute-bound, batched: rows/s backend ÷ peer batcher', ROWS, 'rows/s', computeBound.backend, computeBound.peerBatcher, '≥', 0.9),
+  ratio('drift monitoring on ÷ off: req/s', REQ, 'req/s', tiny.backendOn, tiny.backendDriftOff, '≥', 0.97),
+  ratio('drift monitoring on ÷ off: CPU/req', CPU, 'µs', tiny.backendOn, tiny.backendDriftOff, '≤', 1.03),
+  ratio(`low load (${lowLoad.connections} conn): p50 backend ÷ per-request peer`, P50, 'ms', lowLoad.backend, lowLoad.peerPerRequest, '≤', 1.2),
+  ...highLoad.map(({ connections, idle, delay }) => ratio(`high load (${connections} conn): req/s idle ÷ delay dispatch`, REQ, 'req/s', idle, delay, '≥', 0.95)),
+]

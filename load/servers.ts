@@ -24,12 +24,19 @@ export const runEntry = (what: string, node: string, entry: string, env: Record<
 
 /**
  * Starts a TypeScript entry (`backend/server.ts`, `load/http-ceiling.ts`) under tsx and the Node
- * binary `node` on a free port and resolves with the URL from its `listening` log line, the same
- * way the backend's own integration tests find it. The server keeps logging, so stdout is read to
- * the end: a full pipe would stall its event loop mid-benchmark.
+ * binary `node` on a free port; see startListening.
  */
-export const startServer = async (entry: string, env: Record<string, string>, node = process.execPath): Promise<ServerProcess> => {
-  const child = spawnChild(node, tsxArgs(entry), {
+export const startServer = (entry: string, env: Record<string, string>, node = process.execPath): Promise<ServerProcess> =>
+  startListening(entry, node, tsxArgs(entry), env)
+
+/**
+ * Starts a server process (`what` names it in errors) on a free port and resolves with the URL
+ * from its `listening` log line, the same way the backend's own integration tests find it. The
+ * server keeps logging, so stdout is read to the end: a full pipe would stall its event loop
+ * mid-benchmark.
+ */
+export const startListening = async (what: string, command: string, args: readonly string[], env: Record<string, string>): Promise<ServerProcess> => {
+  const child = spawnChild(command, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -42,7 +49,7 @@ export const startServer = async (entry: string, env: Record<string, string>, no
       if (entry?.msg === 'listening' && typeof entry.url === 'string') resolve(entry.url)
       if (entry?.level === 'error') process.stderr.write(`  [${entry.msg}] ${String(entry.error ?? '')}\n`)
     })
-    void child.exited.then((code) => reject(new Error(`${entry} exited (${code}) before listening: ${stderr}`)))
+    void child.exited.then((code) => reject(new Error(`${what} exited (${code}) before listening: ${stderr}`)))
   })
   return { url, child, stop: () => child.stop() }
 }

@@ -1,5 +1,4 @@
-import type { LoadResult } from './autocannon.ts'
-import { checksFor, rowsPerSec, type Check, type ModelResults } from './results.ts'
+import type { Figures, Sample, Verdict } from './results.ts'
 
 type Cell = string
 type Align = 'left' | 'right'
@@ -55,51 +54,66 @@ export const formatRuntimeTable = (headers: readonly Cell[], rows: readonly Runt
 }
 
 const int = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
+const kilo = (x: number): string => (Number.isFinite(x) ? (x >= 1000 ? `${(x / 1000).toFixed(1)}k` : x.toFixed(0)) : '-')
 const ms = (x: number): string => (Number.isFinite(x) ? (Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 2 : 1)) : '-')
 const batch = (x: number): string => (Number.isFinite(x) ? (Number.isInteger(x) ? String(x) : x.toFixed(1)) : '-')
-const failures = (l: LoadResult): string => `${l.non2xx}/${l.errors}${l.timeouts > 0 ? ` (${l.timeouts} timeouts)` : ''}`
 
-const MEASUREMENTS_HEADERS = ['model', 'row', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'mean batch', 'CPU µs/req', 'non-2xx/errors']
-const MEASUREMENTS_ALIGN: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right']
+/** One row of the benchmark: a server under one concurrency, measured `samples.length` times. */
+export interface MeasuredRow {
+  model: string
+  label: string
+  /** The Node that ran the server; absent for a server that is not Node (FastAPI). */
+  node?: string
+  connections: number
+  samples: readonly Sample[]
+  figures: Figures
+}
 
-const loadRow = (r: ModelResults, label: string, load: LoadResult, meanBatch: number): RuntimeRow => ({
-  key: `${r.model} ${label}`,
-  node: r.node,
+/** C(b): onnxruntime in-process, no server. */
+export interface CeilingRow {
+  model: string
+  node: string
+  batch: number
+  rowsPerSec: number
+}
+
+const MEASUREMENTS_HEADERS = ['model', 'row', 'conn', 'req/s', 'req/s by run', 'rows/s', 'p50 ms', 'p99 ms', 'mean batch', 'CPU µs/req', 'non-2xx/errors']
+const MEASUREMENTS_ALIGN: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right']
+
+const failures = (samples: readonly Sample[]): string => {
+  const sum = (pick: (s: Sample) => number) => samples.reduce((n, s) => n + pick(s), 0)
+  const timeouts = sum((s) => s.load.timeouts)
+  return `${sum((s) => s.load.non2xx)}/${sum((s) => s.load.errors)}${timeouts > 0 ? ` (${timeouts} timeouts)` : ''}`
+}
+
+const measuredRow = ({ model, label, node, connections, samples, figures: f }: MeasuredRow): RuntimeRow => ({
+  key: `${model} ${label} ${connections}`,
+  node,
   cells: [
-    r.model, label, measured(load.reqPerSec, int), measured(rowsPerSec(load, r.rowsPerRequest), int), measured(load.p50Ms, ms), measured(load.p99Ms, ms),
-    batch(meanBatch), measured(load.serverCpuUsPerRequest ?? Number.NaN, int), failures(load),
+    model, label, String(connections), measured(f.reqPerSec, int), samples.map((s) => kilo(s.load.reqPerSec)).join(' '),
+    measured(f.rowsPerSec, int), measured(f.p50Ms, ms), measured(f.p99Ms, ms), batch(f.meanBatch), measured(f.cpuUsPerRequest, int), failures(samples),
   ],
 })
 
-const ceilingRow = (r: ModelResults, b: number, rowsPerSecond: number): RuntimeRow => {
+const ceilingRow = ({ model, node, batch: b, rowsPerSec }: CeilingRow): RuntimeRow => {
   const label = `C(${b}) onnxruntime in-process`
-  return { key: `${r.model} ${label}`, node: r.node, cells: [r.model, label, '-', measured(rowsPerSecond, int), '-', '-', String(b), '-', '-'] }
+  return { key: `${model} ${label}`, node, cells: [model, label, '-', '-', '-', measured(rowsPerSec, int), '-', '-', String(b), '-', '-'] }
 }
 
-/** The one table of measurements: every row from the same run, each runtime's beside the others'. */
-export const formatMeasurements = (results: readonly ModelResults[]): string =>
-  formatRuntimeTable(
-    MEASUREMENTS_HEADERS,
-    results.flatMap((r) => [
-      ...[...r.ceilings].sort(([x], [y]) => x - y).map(([b, rowsPerSecond]) => ceilingRow(r, b, rowsPerSecond)),
-      loadRow(r, 'H http ceiling (no model)', r.httpCeiling, 1),
-      loadRow(r, 'server BATCHING=off', r.unbatched.load, r.unbatched.meanBatch),
-      loadRow(r, 'server BATCHING=on', r.batched.load, r.batched.meanBatch),
-      ...(r.unmonitored ? [loadRow(r, 'server BATCHING=on DRIFT_MONITORING=off', r.unmonitored.load, r.unmonitored.meanBatch)] : []),
-    ]),
-    MEASUREMENTS_ALIGN,
-  )
+/** The one table of measurements, every row from the same run, each runtime's beside the others'. */
+export const formatMeasurements = (rows: readonly MeasuredRow[], ceilings: readonly CeilingRow[]): string =>
+  formatRuntimeTable(MEASUREMENTS_HEADERS, [...rows.map(measuredRow), ...ceilings.map(ceilingRow)], MEASUREMENTS_ALIGN)
 
-const checkRow = (node: string, c: Check): RuntimeRow => ({
-  key: `${c.model} ${c.name}`,
-  node,
-  cells: [c.model, c.name, c.detail, c.measured.toFixed(2), `≥ ${c.target.toFixed(2)}`, c.pass ? 'PASS' : 'MISS'],
-})
-
-/** The ratios against the issue's targets, for each runtime. */
-export const formatChecks = (results: readonly ModelResults[]): string =>
+/** Issue 16's targets with PASS/MISS, for each runtime. */
+export const formatVerdicts = (perRuntime: ReadonlyArray<{ node: string; verdicts: readonly Verdict[] }>): string =>
   formatRuntimeTable(
-    ['model', 'ratio', 'from', 'measured', 'target', 'result'],
-    results.flatMap((r) => checksFor(r).map((c) => checkRow(r.node, c))),
-    ['left', 'left', 'left', 'right', 'right', 'left'],
+    ['target', 'from (medians)', 'measured', 'bound', 'result'],
+    perRuntime.flatMap(({ node, verdicts }) =>
+      verdicts.map((v) => ({
+        key: v.name,
+        node,
+        cells: [v.name, v.detail, Number.isFinite(v.measured) ? v.measured.toFixed(2) : '-', `${v.comparator} ${v.target.toFixed(2)}`, v.pass ? 'PASS' : 'MISS'],
+      })),
+    ),
+    ['left', 'left', 'right', 'right', 'left'],
   )

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildComputeBoundModel } from '../tools/training/compute-bound.ts'
@@ -23,7 +23,38 @@ export interface Workload {
   modelPath(version: string): string
   /** Whether the model ships a drift baseline, so the server counts its traffic. */
   monitored: boolean
+  /** The version that serves unversioned requests: the highest in the repository. */
+  version: string
+  /** The model config's batch limits, for a peer batcher that batches the same way. */
+  maxBatchSize: number
+  maxQueueDelayUs: number
 }
+
+/** The parts of a model's config.json the benchmark reads. */
+interface ConfigFile {
+  inputs: Array<{ name: string; dims: number[] }>
+  max_batch_size: number
+  dynamic_batching?: { max_queue_delay_us?: number }
+  features?: unknown
+}
+
+const readConfig = async (repository: string, model: string): Promise<ConfigFile> =>
+  JSON.parse(await readFile(join(repository, model, 'config.json'), 'utf8')) as ConfigFile
+
+/** The highest numeric version folder: what `latest` policies serve to an unversioned request. */
+const highestVersion = async (repository: string, model: string): Promise<string> => {
+  const versions = (await readdir(join(repository, model))).filter((name) => /^\d+$/.test(name)).map(Number)
+  if (versions.length === 0) throw new Error(`${model} has no version folders in ${repository}`)
+  return String(Math.max(...versions))
+}
+
+/** What a workload takes from its model's config and folders. */
+const servedModel = async (repository: string, model: string, config: ConfigFile) => ({
+  version: await highestVersion(repository, model),
+  maxBatchSize: config.max_batch_size,
+  // The backend's default when the config names none (backend/repository/model-config.ts).
+  maxQueueDelayUs: config.dynamic_batching?.max_queue_delay_us ?? 2_000,
+})
 
 /** Four decimals keep the body the size a real client's would be, not 17-digit float noise. */
 const round4 = (x: number): number => Math.round(x * 1e4) / 1e4
@@ -63,10 +94,7 @@ const APPLICANT: Readonly<Record<string, FeatureValue>> = {
 export const creditRiskWorkload = async (rowsPerRequest = 1): Promise<Workload> => {
   const model = 'credit-risk'
   const repository = join(ROOT, 'models')
-  const config = JSON.parse(await readFile(join(repository, model, 'config.json'), 'utf8')) as {
-    inputs: Array<{ name: string; dims: number[] }>
-    features: unknown
-  }
+  const config = await readConfig(repository, model)
   const spec = featureSpec.parse(config.features)
   const missing = spec.features.filter((f) => APPLICANT[f.name] === undefined && f.default === undefined).map((f) => f.name)
   if (missing.length > 0) throw new Error(`the benchmark applicant lacks features ${missing.join(', ')}`)
@@ -84,6 +112,7 @@ export const creditRiskWorkload = async (rowsPerRequest = 1): Promise<Workload> 
     row,
     modelPath: (version) => join(repository, model, version, 'model.onnx'),
     monitored: true,
+    ...(await servedModel(repository, model, config)),
   }
 }
 
@@ -96,7 +125,7 @@ export const computeBoundWorkload = async (rowsPerRequest = 1): Promise<Workload
   onCleanup(() => rm(repository, { recursive: true, force: true }))
   const inputs = 64
   const built = await buildComputeBoundModel(repository, { inputs, hidden: [1024, 1024, 1024], outputs: 2 })
-  const config = JSON.parse(await readFile(join(repository, built.name, 'config.json'), 'utf8')) as { inputs: Array<{ name: string }> }
+  const config = await readConfig(repository, built.name)
   const input = config.inputs[0].name
   const random = createRandom(7)
   const row = Float32Array.from({ length: inputs }, () => round4(random.normal()))
@@ -109,5 +138,23 @@ export const computeBoundWorkload = async (rowsPerRequest = 1): Promise<Workload
     row,
     modelPath: (version) => join(repository, built.name, version, 'model.onnx'),
     monitored: false,
+    ...(await servedModel(repository, built.name, config)),
   }
+}
+
+/** How the backend's batcher sends a batch (`dynamic_batching.dispatch` in a model config). */
+export type Dispatch = 'idle' | 'delay'
+
+/**
+ * The workload served from a temporary copy of its repository whose config sets
+ * `dynamic_batching.dispatch`, removed when the benchmark ends.
+ */
+export const withDispatch = async (workload: Workload, dispatch: Dispatch): Promise<Workload> => {
+  const repository = await mkdtemp(join(tmpdir(), `bench-backend-${dispatch}-`))
+  onCleanup(() => rm(repository, { recursive: true, force: true }))
+  await cp(workload.repository, repository, { recursive: true })
+  const file = join(repository, workload.model, 'config.json')
+  const config = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> & { dynamic_batching?: Record<string, unknown> }
+  await writeFile(file, `${JSON.stringify({ ...config, dynamic_batching: { ...config.dynamic_batching, dispatch } }, null, 2)}\n`)
+  return { ...workload, repository, modelPath: (version) => join(repository, workload.model, version, 'model.onnx') }
 }

@@ -2,45 +2,87 @@ import { describe, expect, it } from 'vitest'
 import type { LoadResult } from '../../load/autocannon.ts'
 import { meanBatchSize, parseBatchCounters } from '../../load/metrics.ts'
 import { percentile } from '../../load/percentile.ts'
-import { checksFor, rowsPerSec, type ModelResults } from '../../load/results.ts'
+import { median, rowsPerSec, summarize, verdictsFor, type Figures, type VerdictInputs } from '../../load/results.ts'
 
 const load = (reqPerSec: number, ok = 1000, completed = 1000): LoadResult => ({ reqPerSec, ok, completed, p50Ms: 1, p99Ms: 2, non2xx: completed - ok, errors: 0, timeouts: 0 })
-const served = (reqPerSec: number) => ({ load: load(reqPerSec), meanBatch: 1 })
 
-/** One model's run: C(1) 10k rows/s, C(8) 40k, H 20k req/s, unbatched 5k, batched 16k, unmonitored 16.5k. */
-const results = (overrides: Partial<ModelResults> = {}): ModelResults => ({
-  model: 'm',
-  node: 'v24.21.0',
-  rowsPerRequest: 1,
-  b: 8,
-  ceilings: new Map([[1, 10_000], [8, 40_000]]),
-  httpCeiling: load(20_000),
-  unbatched: served(5_000),
-  batched: served(16_000),
-  unmonitored: served(16_500),
-  checkAgainstHttp: true,
-  ...overrides,
+const figures = (reqPerSec: number, cpuUsPerRequest: number, p50Ms = 1): Figures => ({ reqPerSec, rowsPerSec: reqPerSec, p50Ms, p99Ms: 2 * p50Ms, cpuUsPerRequest, meanBatch: 1 })
+
+/** A run where every target is met with some room, unless a test overrides a row. */
+const inputs = (overrides: { tiny?: Partial<VerdictInputs['tiny']>; computeBound?: Partial<VerdictInputs['computeBound']>; lowLoad?: Partial<VerdictInputs['lowLoad']>; highLoad?: VerdictInputs['highLoad'] } = {}): VerdictInputs => ({
+  tiny: {
+    peerBatcher: figures(20_000, 40),
+    peerPerRequest: figures(14_000, 60),
+    backendOn: figures(19_800, 48),
+    backendOff: figures(9_000, 88),
+    backendDriftOff: figures(20_000, 47),
+    ...overrides.tiny,
+  },
+  computeBound: { backend: figures(9_500, 100), peerBatcher: figures(10_000, 90), ...overrides.computeBound },
+  lowLoad: { connections: 8, backend: figures(5_000, 80, 0.5), peerPerRequest: figures(9_000, 50, 0.45), ...overrides.lowLoad },
+  highLoad: overrides.highLoad ?? [
+    { connections: 64, idle: figures(15_000, 50), delay: figures(15_500, 50) },
+    { connections: 256, idle: figures(14_000, 50), delay: figures(13_000, 50) },
+  ],
 })
 
+const judged = (i: VerdictInputs) => verdictsFor(i).map((v) => [v.name, v.measured, v.pass] as const)
+
 describe('the benchmark verdicts', () => {
-  it('judge each target on the run\'s own numbers, with the binding limit named', () => {
-    const checks = checksFor(results())
-    expect(checks.map((c) => [c.name, c.measured, c.pass])).toEqual([
-      ['batched ÷ min(C(b), H×rows)', 16_000 / 20_000, true],
-      ['(batched ÷ unbatched) ÷ (C(b) ÷ C(1))', (16_000 / 5_000) / (40_000 / 10_000), true],
-      ['batched ÷ H', 0.8, false],
-      ['drift monitoring on ÷ off', 16_000 / 16_500, true],
+  it('judge each of issue 16\'s targets on the run\'s medians, in the direction the target says', () => {
+    expect(judged(inputs())).toEqual([
+      ['tiny, batching on: CPU/req backend ÷ peer batcher', 48 / 40, true],
+      ['tiny, batching off: CPU/req backend ÷ per-request peer', 88 / 60, true],
+      ['compute-bound, batched: rows/s backend ÷ peer batcher', 0.95, true],
+      ['drift monitoring on ÷ off: req/s', 0.99, true],
+      ['drift monitoring on ÷ off: CPU/req', 48 / 47, true],
+      ['low load (8 conn): p50 backend ÷ per-request peer', 0.5 / 0.45, true],
+      ['high load (64 conn): req/s idle ÷ delay dispatch', 15_000 / 15_500, true],
+      ['high load (256 conn): req/s idle ÷ delay dispatch', 14_000 / 13_000, true],
     ])
-    expect(checks[0]!.detail).toBe('16.0k ÷ 20.0k (binding: H)')
-    expect(checksFor(results({ ceilings: new Map([[1, 10_000], [8, 15_000]]) }))[0]!.detail).toBe('16.0k ÷ 15.0k (binding: C(8))')
+    expect(verdictsFor(inputs())[0]).toMatchObject({ detail: '48 ÷ 40 µs', comparator: '≤', target: 1.25 })
   })
 
-  it('count only answered rows, and fail a target whose inputs are missing rather than pass it', () => {
+  it('miss a bound that is crossed either way: above a ≤ bound, below a ≥ bound', () => {
+    const missed = verdictsFor(inputs({
+      tiny: { backendOn: figures(19_000, 51), backendOff: figures(9_000, 91) },
+      computeBound: { backend: figures(8_900, 100) },
+      lowLoad: { backend: figures(5_000, 80, 0.55) },
+      highLoad: [{ connections: 64, idle: figures(14_000, 50), delay: figures(15_000, 50) }],
+    }))
+    expect(missed.map((v) => [v.name, v.pass])).toEqual([
+      ['tiny, batching on: CPU/req backend ÷ peer batcher', false],
+      ['tiny, batching off: CPU/req backend ÷ per-request peer', false],
+      ['compute-bound, batched: rows/s backend ÷ peer batcher', false],
+      ['drift monitoring on ÷ off: req/s', false],
+      ['drift monitoring on ÷ off: CPU/req', false],
+      ['low load (8 conn): p50 backend ÷ per-request peer', false],
+      ['high load (64 conn): req/s idle ÷ delay dispatch', false],
+    ])
+  })
+
+  it('pass a ratio exactly on its bound', () => {
+    const onBound = verdictsFor(inputs({ tiny: { backendOn: figures(19_400, 50), backendDriftOff: figures(20_000, 50) } }))
+    expect(onBound[0]).toMatchObject({ measured: 1.25, pass: true })
+    expect(onBound[3]).toMatchObject({ measured: 0.97, pass: true })
+  })
+
+  it('fail a target whose rows were not measured rather than pass it', () => {
+    const missing = verdictsFor(inputs({ tiny: { peerBatcher: undefined }, highLoad: [{ connections: 64, idle: figures(1, 1) }] }))
+    expect(missing[0]).toMatchObject({ detail: 'not measured', pass: false })
+    expect(missing.at(-1)).toMatchObject({ detail: 'not measured', pass: false })
+    expect(Number.isNaN(missing[0].measured)).toBe(true)
+  })
+
+  it('reduce a row\'s runs to medians, ignoring figures a run could not measure, and count only answered rows', () => {
+    expect(median([3, 1, 2])).toBe(2)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+    expect(median([Number.NaN, 5])).toBe(5)
+    expect(median([])).toBeNaN()
     expect(rowsPerSec(load(1_000, 900, 1_000), 4)).toBe(3_600)
     expect(rowsPerSec(load(1_000, 0, 0), 4)).toBe(0)
-    const noCeiling = checksFor(results({ ceilings: new Map([[8, 40_000]]), unmonitored: undefined, checkAgainstHttp: false }))
-    expect(noCeiling.map((c) => c.name)).toEqual(['batched ÷ min(C(b), H×rows)', '(batched ÷ unbatched) ÷ (C(b) ÷ C(1))'])
-    expect(noCeiling[1]!.pass).toBe(false)
+    const sample = (reqPerSec: number, cpuUsPerRequest: number, meanBatch = Number.NaN) => ({ load: load(reqPerSec), cpuUsPerRequest, meanBatch })
+    expect(summarize([sample(10, 30), sample(30, 50), sample(20, 40)], 2)).toEqual({ reqPerSec: 20, rowsPerSec: 40, p50Ms: 1, p99Ms: 2, cpuUsPerRequest: 40, meanBatch: Number.NaN })
   })
 
   it('take percentiles as the smallest sample with at least p% at or below it', () => {
