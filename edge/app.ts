@@ -2,6 +2,8 @@ import { Hono } from 'hono'
 import { secureHeaders } from 'hono/secure-headers'
 import type { AppEnv, Bindings } from './env.ts'
 import { type Isolate, type IsolateParts, createIsolate, isolateCache } from './isolate.ts'
+import { backendStatsRoutes } from './console/backend-stats.ts'
+import { consoleRoutes } from './console/routes.ts'
 import { notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
 import { auth } from './pipeline/auth/index.ts'
@@ -99,8 +101,12 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
   mount(app, 'GET', '/metrics', admins.answer(everyRequest, metricsEndpoint()))
   app.use('/v1/models/:model/rollout/*', ...admins.since(everyRequest))
   app.use('/v1/models/:model/versions/:version/drift', ...admins.since(everyRequest))
+  app.use('/v1/backend/stats', ...admins.since(everyRequest))
   app.route('/', driftRoutes())
   app.route('/', rolloutRoutes())
+  app.route('/', backendStatsRoutes())
+  // The operator console's page needs no key; it asks for an admin key and calls the routes above.
+  app.route('/', consoleRoutes())
   mount(app, 'GET', '/v1/models', callers.since(everyRequest))
   mount(app, 'GET', '/v1/models/:model', callers.since(everyRequest))
   app.route('/', catalogRoutes())

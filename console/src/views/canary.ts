@@ -1,0 +1,77 @@
+import { stepChart } from '../charts.ts'
+import { fixed, h, ms, percent, table } from '../dom.ts'
+import type { HistoryEntry, Rollout } from '../api.ts'
+import type { Snapshot } from '../snapshot.ts'
+
+/** The controller's default ladder (CONTROLLER_STEPS); a weight off it is shown between its steps. */
+export const LADDER = [1, 5, 20, 50, 100] as const
+
+/** The canary's share of the weight it and its baseline hold together, as the ladder counts it. */
+export const canaryShare = (rollout: Rollout): number | undefined => {
+  const canary = rollout.arms.find((a) => a.variant === rollout.canary?.variant)
+  const baseline = rollout.arms.find((a) => a.variant === rollout.canary?.baseline_variant)
+  if (!canary || !baseline) return undefined
+  const pair = canary.weight + baseline.weight
+  return pair === 0 ? 0 : Math.round((canary.weight / pair) * 10_000) / 100
+}
+
+const ladder = (share: number | undefined): HTMLElement =>
+  h('ol', { class: 'ladder' }, ...LADDER.map((step, i) => {
+    const state = share === undefined ? '' : share === step ? 'current' : share > step ? 'passed' : (LADDER[i - 1] ?? 0) < share ? 'next' : ''
+    return h('li', { class: `step ${state}`, attrs: { 'data-step': String(step), ...(state === 'current' ? { 'aria-current': 'step' } : {}) } }, `${step}%`)
+  }))
+
+const numbersOf = (entry: HistoryEntry): HTMLElement => {
+  const n = entry.numbers!
+  const arm = (key: 'stable' | 'canary') => n[key]
+  const row = (label: string, value: (a: ReturnType<typeof arm>) => string) => [label, value(arm('stable')), value(arm('canary'))]
+  return h('div', { class: 'numbers' },
+    table(['', 'stable', 'canary'], [
+      row('version', (a) => `v${a.version}`),
+      row('rows', (a) => String(a.rows)),
+      row('requests', (a) => String(a.requests)),
+      row('errors', (a) => `${a.errors} (${percent(a.error_rate, 2)})`),
+      row('NaN/Inf outputs', (a) => String(a.nan_outputs)),
+      row('p95', (a) => ms(a.p95_ms)),
+    ], { class: 'decision-numbers' }),
+    h('p', {}, `window ${n.window_minutes} min · prediction PSI canary vs stable ${fixed(n.psi)} (warning ${fixed(n.psi_warning, 2)}, critical ${fixed(n.psi_critical, 2)}) · consecutive critical windows ${n.critical_streak} · clean windows ${n.clean_streak}`),
+  )
+}
+
+const timeline = (entries: readonly HistoryEntry[]): HTMLElement =>
+  h('ol', { class: 'timeline' }, ...entries.map((e) =>
+    h('li', { class: `entry ${e.action}`, attrs: { 'data-action': e.action } },
+      h('time', { attrs: { datetime: e.time } }, new Date(e.time).toLocaleString()),
+      h('span', { class: 'action' }, e.action),
+      h('span', { class: 'weights' }, e.from_weight === null && e.to_weight === null ? '' : `${e.from_weight ?? '–'}% → ${e.to_weight ?? '–'}%`),
+      h('span', { class: 'actor' }, e.actor),
+      h('span', { class: 'reason' }, e.reason),
+    )))
+
+/** The ladder step, the numbers behind the last controller decision, and the decision history. */
+export const canaryView = (snapshot: Snapshot): HTMLElement => {
+  const { rollout } = snapshot.selected.state
+  const share = canaryShare(rollout)
+  const decided = snapshot.history.find((e) => e.numbers)
+  const canary = rollout.arms.find((a) => a.variant === rollout.canary?.variant)
+  const status = share === undefined
+    ? 'No canary is running.'
+    : `Canary v${canary!.version} at ${share}% of its pair${rollout.canary ? ` since ${new Date(rollout.canary.step_started_at).toLocaleTimeString()}` : ''}`
+  const chart = h('div', { class: 'chart weight-chart' })
+  const view = h('div', {},
+    h('h2', {}, 'Ladder'),
+    h('p', { class: 'canary-status' }, status),
+    ladder(share),
+    h('h2', {}, 'Last decision'),
+    decided
+      ? h('div', { class: 'last-decision' }, h('p', {}, h('strong', {}, `${decided.action} ${decided.from_weight}% → ${decided.to_weight}%`), ` — ${decided.reason} (${new Date(decided.time).toLocaleString()})`), numbersOf(decided))
+      : h('p', { class: 'muted' }, 'The controller has made no decision yet.'),
+    h('h2', {}, 'Canary weight over time'),
+    chart,
+    h('h2', {}, 'Decisions'),
+    snapshot.history.length > 0 ? timeline(snapshot.history) : h('p', { class: 'muted' }, 'No decisions or changes recorded.'),
+  )
+  const weighted = snapshot.history.filter((e) => e.to_weight !== null).reverse()
+  if (weighted.length > 0) stepChart(chart, weighted.map((e) => Date.parse(e.time) / 1000), weighted.map((e) => e.to_weight!), 'canary weight %')
+  return view
+}

@@ -1,0 +1,115 @@
+import { Hono } from 'hono'
+import type { AppEnv } from '../env.ts'
+import { HEADERS } from '../../shared/headers.ts'
+import { Problem } from '../problem.ts'
+import type { BackendStats, Rejection, VersionStats } from './backend-stats-shape.ts'
+
+const PREFIX = 'edge_infer_backend_'
+const DEFAULT_TIMEOUT_MS = 5_000
+
+/** The status the backend answers each refusal reason with (backend/batcher, backend/infer). */
+const REJECTION_STATUS: Readonly<Record<string, number>> = {
+  queue_full: 429,
+  deadline_unmeetable: 429,
+  expired: 504,
+  draining: 503,
+  too_many_rows: 413,
+  invalid_request: 400,
+}
+
+interface Sample {
+  name: string
+  labels: Record<string, string>
+  value: number
+}
+
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g
+
+/** The samples of a Prometheus text exposition whose names start with the backend's prefix. */
+export const parseExposition = (text: string): Sample[] => {
+  const samples: Sample[] = []
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(PREFIX)) continue
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line)
+    if (!match) continue
+    const labels: Record<string, string> = {}
+    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL)) labels[key] = raw.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))
+    samples.push({ name: match[1].slice(PREFIX.length), labels, value: Number(match[3]) })
+  }
+  return samples
+}
+
+/** The console's view of a backend's metrics: per model version, and its refusals. */
+export const backendStatsOf = (samples: readonly Sample[], now: Date): BackendStats => {
+  const versions = new Map<string, VersionStats>()
+  const versionOf = ({ model, version }: Record<string, string>): VersionStats => {
+    const id = `${model}\n${version}`
+    let stats = versions.get(id)
+    if (!stats) {
+      stats = { model, version, execution_provider: null, queue_depth_rows: 0, queue_capacity_rows: null, requests_by_status: {}, batches_by_reason: {}, batch_size: { buckets: [], count: 0, sum: 0 } }
+      versions.set(id, stats)
+    }
+    return stats
+  }
+  const cumulative = new Map<VersionStats, Array<{ le: number; count: number }>>()
+  const rejections: Rejection[] = []
+  let ready: boolean | null = null
+  for (const { name, labels, value } of samples) {
+    const versioned = labels.model !== undefined && labels.version !== undefined
+    if (name === 'ready') ready = value === 1
+    else if (name === 'rejected_requests_total' && labels.model !== undefined) {
+      rejections.push({ model: labels.model, reason: labels.reason, status: REJECTION_STATUS[labels.reason] ?? null, count: value })
+    } else if (!versioned) continue
+    else if (name === 'execution_provider_info' && value === 1) versionOf(labels).execution_provider = labels.provider
+    else if (name === 'queue_depth_rows') versionOf(labels).queue_depth_rows = value
+    else if (name === 'queue_capacity_rows') versionOf(labels).queue_capacity_rows = value
+    else if (name === 'requests_total') versionOf(labels).requests_by_status[labels.status] = value
+    else if (name === 'batches_total') versionOf(labels).batches_by_reason[labels.reason] = value
+    else if (name === 'batch_size_rows_sum') versionOf(labels).batch_size.sum = value
+    else if (name === 'batch_size_rows_count') versionOf(labels).batch_size.count = value
+    else if (name === 'batch_size_rows_bucket') {
+      const stats = versionOf(labels)
+      const list = cumulative.get(stats) ?? []
+      list.push({ le: labels.le === '+Inf' ? Infinity : Number(labels.le), count: value })
+      cumulative.set(stats, list)
+    }
+  }
+  for (const [stats, list] of cumulative) {
+    list.sort((a, b) => a.le - b.le)
+    stats.batch_size.buckets = list.map(({ le, count }, i) => ({ le: le === Infinity ? '+Inf' : le, count: count - (list[i - 1]?.count ?? 0) }))
+  }
+  const order = (a: VersionStats, b: VersionStats) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1)
+  return { fetched_at: now.toISOString(), ready, versions: [...versions.values()].sort(order), rejections }
+}
+
+export interface BackendStatsOptions {
+  /** Bound of the one read of the backend's metrics. */
+  timeoutMs?: number
+}
+
+/**
+ * `GET /v1/backend/stats` (mounted behind the `admin` scope): queue depth, batch sizes and
+ * reasons, requests and refusals by status, and the execution provider of every model version,
+ * read from the backend's Prometheus metrics with the edge's `INFER_TOKEN`. It reads `BACKEND_URL`
+ * only, as the drift route does: the Lambda fallback keeps no such counters.
+ */
+export const backendStatsRoutes = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendStatsOptions = {}) =>
+  new Hono<AppEnv>().get('/v1/backend/stats', async (c) => {
+    const base = c.env?.BACKEND_URL?.replace(/\/+$/, '')
+    if (!base) throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier configured', { slug: 'backend-unconfigured' })
+    const token = c.env.INFER_TOKEN
+    let res: Response
+    try {
+      res = await fetch(`${base}/metrics`, {
+        headers: { [HEADERS.requestId]: c.get('requestId'), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        signal: AbortSignal.timeout(timeoutMs),
+      })
+    } catch (err) {
+      throw new Problem(503, 'Service Unavailable', `the inference tier's metrics did not answer: ${err instanceof Error ? err.message : String(err)}`, { slug: 'backend-stats-unavailable', headers: { 'retry-after': '5' } })
+    }
+    if (!res.ok) {
+      await res.body?.cancel()
+      throw new Problem(502, 'Bad Gateway', `the inference tier answered ${res.status} for its metrics`, { slug: 'backend-stats-unavailable' })
+    }
+    return c.json(backendStatsOf(parseExposition(await res.text()), new Date()))
+  })
