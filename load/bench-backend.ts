@@ -167,14 +167,16 @@ const measureInProcess = async (workload: Workload, runtime: Runtime, batchSize:
  */
 const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly Runtime[], settings: BenchSettings, sampleOf: (w: Workload, r: Runtime) => string): Promise<Subject[]> => {
   const main = [settings.connections]
+  const withLowLoad = [...new Set([settings.connections, LOW_LOAD])]
   const idle = await withDispatch(tiny, 'idle')
   const delay = await withDispatch(tiny, 'delay')
   const perRuntime = (make: (r: Runtime) => Subject): Subject[] => runtimes.map(make)
   return [
     ...perRuntime((r) => ({ kind: 'backend-on', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'on' }), batches: backendBatches(tiny) })),
     ...perRuntime((r) => ({ kind: 'http', workload: tiny, runtime: r, connections: main, start: () => startServer('load/http-ceiling.ts', { CEILING_RESPONSE: sampleOf(tiny, r) }, r.bin) })),
-    ...perRuntime((r) => ({ kind: 'peer-batcher', workload: tiny, runtime: r, connections: main, start: () => startOipPeer(tiny, true, r.bin), batches: scrapePeerBatches })),
-    ...perRuntime((r) => ({ kind: 'peer-per-request', workload: tiny, runtime: r, connections: [...new Set([...main, LOW_LOAD])], start: () => startOipPeer(tiny, false, r.bin), batches: scrapePeerBatches })),
+    // The peers also at low load: what a clock-driven batcher and a plain run per request answer there.
+    ...perRuntime((r) => ({ kind: 'peer-batcher', workload: tiny, runtime: r, connections: withLowLoad, start: () => startOipPeer(tiny, true, r.bin), batches: scrapePeerBatches })),
+    ...perRuntime((r) => ({ kind: 'peer-per-request', workload: tiny, runtime: r, connections: withLowLoad, start: () => startOipPeer(tiny, false, r.bin), batches: scrapePeerBatches })),
     { kind: 'fastapi', workload: tiny, connections: main, start: () => startFastApiPeer(tiny) },
     ...perRuntime((r) => ({ kind: 'backend-off', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'off' }), batches: backendBatches(tiny) })),
     ...perRuntime((r) => ({ kind: 'backend-drift-off', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'on', DRIFT_MONITORING: 'off' }), batches: backendBatches(tiny) })),
@@ -243,15 +245,14 @@ const main = async (): Promise<void> => {
       }
     }
     await Promise.all(running.map((r) => r.server.stop()))
-    const rows: MeasuredRow[] = running.flatMap(({ subject, samples }) =>
-      [...samples].map(([connections, list]) => ({
-        model: subject.workload.model,
-        label: LABELS[subject.kind],
-        node: subject.runtime?.version,
-        connections,
-        samples: list,
-        figures: summarize(list, subject.workload.rowsPerRequest),
-      })),
+    // In the order they were measured: the main concurrency's rows first, then each dispatch concurrency's side by side.
+    const rows: MeasuredRow[] = connectionOrder.flatMap((connections) =>
+      running.flatMap(({ subject, samples }) => {
+        const list = samples.get(connections)
+        if (!list) return []
+        const { workload, kind, runtime } = subject
+        return [{ model: workload.model, label: LABELS[kind], node: runtime?.version, connections, samples: list, figures: summarize(list, workload.rowsPerRequest) }]
+      }),
     )
     // In-process ceilings last, with no server alive: the engine on otherwise idle cores (of this benchmark).
     const ceilings: CeilingRow[] = []
