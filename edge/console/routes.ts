@@ -22,6 +22,7 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',
   css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
 }
 
 const INDEX = 'index.html'

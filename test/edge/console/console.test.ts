@@ -1,0 +1,273 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import type { Rollout } from '../../../edge/rollout/rollout.ts'
+import { createCanaryRepository } from '../../../infra/local/canary-repository.ts'
+import { ROWS_PER_REQUEST } from '../../../infra/local/canary-traffic.ts'
+import { SCENE_CONTROLLER, SCENE_MODEL, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from '../../../console/scene.ts'
+import { DRIFT_WINDOWS } from '../../../console/src/snapshot.ts'
+import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
+import { startWorker, type RunningWorker } from '../support/workerd.ts'
+
+/**
+ * The operator console in headless Chromium against the bundled worker in workerd and the real
+ * backend, with the demo's canary traffic: credit-risk v2 started as a 1% canary beside v1, one
+ * round of traffic to both arms and a controller tick (1% → 5%). Every request each page makes is
+ * recorded, and every console message.
+ */
+
+const CHROMIUM = '/usr/bin/chromium'
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const WAIT = { timeout: 30_000 }
+const INFER_TOKEN = 'console-test-infer-token-0123456789'
+
+let repository: Awaited<ReturnType<typeof createCanaryRepository>> | undefined
+let backend: BackendProcess | undefined
+let worker: RunningWorker | undefined
+let browser: BrowserContext | undefined
+let scratch: string | undefined
+const admin = generateApiKey('test')
+const predictOnly = generateApiKey('test')
+const requests: Request[] = []
+/** Each page's console errors (and uncaught exceptions). */
+const errors = new Map<Page, string[]>()
+
+const edge = (path: string, init: RequestInit = {}) =>
+  fetch(`${worker!.url}${path}`, { ...init, headers: { 'x-api-key': admin, 'content-type': 'application/json', ...init.headers } })
+
+const rolloutState = async () => {
+  const res = await edge(`/v1/models/${SCENE_MODEL}/rollout`)
+  return { etag: res.headers.get('etag')!, ...((await res.json()) as { revision: number; rollout: Rollout }) }
+}
+
+/** A fresh page that records its requests and its console errors. */
+const newPage = async (): Promise<Page> => {
+  const page = await browser!.newPage()
+  page.setDefaultTimeout(WAIT.timeout)
+  const own: string[] = []
+  errors.set(page, own)
+  page.on('request', (r) => requests.push(r))
+  page.on('console', (m) => {
+    if (m.type() === 'error') own.push(m.text())
+  })
+  page.on('pageerror', (e) => own.push(`pageerror: ${e.message}`))
+  return page
+}
+
+/** Opens the console and signs in with `key`. */
+const open = async (key: string): Promise<Page> => {
+  const page = await newPage()
+  await page.goto(`${worker!.url}/console/`)
+  await page.fill('#key', key)
+  await page.click('#login button[type=submit]')
+  return page
+}
+
+const show = async (page: Page, view: string) => {
+  await page.click(`#tabs button[data-tab=${view}]`)
+  await page.waitForSelector(`#view[data-view=${view}]`, WAIT)
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'console-browser-'))
+  repository = await createCanaryRepository(SCENE_VERSIONS)
+  backend = await startBackend({ MODEL_REPOSITORY: repository.root, INFER_TOKEN })
+  worker = await startWorker({
+    BACKEND_URL: backend.url,
+    INFER_TOKEN,
+    API_KEYS: JSON.stringify([
+      { name: 'ops', hash: await hashApiKey(admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000_000 },
+      { name: 'app', hash: await hashApiKey(predictOnly), scopes: ['predict'], rate_limit_per_minute: 1_000 },
+    ]),
+    MAX_INSTANCES: String(ROWS_PER_REQUEST),
+    ...SCENE_CONTROLLER,
+  })
+  const scene: SceneEdge = {
+    url: worker.url,
+    key: admin,
+    tick: async () => {
+      const result = await (await worker!.mf.getWorker()).scheduled({ cron: '* * * * *', scheduledTime: new Date() })
+      if (result.outcome !== 'ok') throw new Error(`the scheduled handler ended ${result.outcome}`)
+    },
+  }
+  await startCanary(scene, 1, 2)
+  await canaryRound(scene, 1, 2, 1)
+  browser = await chromium.launchPersistentContext(join(scratch, 'profile'), { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await worker?.dispose()
+  await backend?.stop()
+  await repository?.remove()
+  if (scratch) await rm(scratch, { recursive: true, force: true })
+})
+
+describe('the operator console', () => {
+  it('is served with a CSP that allows only its own scripts, styles and API calls', async () => {
+    const res = await fetch(`${worker!.url}/console/`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/)
+    const directives = new Map(res.headers.get('content-security-policy')!.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
+    expect(directives.get('default-src')).toEqual(["'none'"])
+    expect(directives.get('script-src')).toEqual(["'self'"])
+    expect(directives.get('style-src')).toEqual(["'self'"])
+    expect(directives.get('connect-src')).toEqual(["'self'"])
+    expect(directives.get('frame-ancestors')).toEqual(["'none'"])
+    const html = await res.text()
+    // Nothing inline for the policy to have to allow.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/)
+    expect(html).not.toMatch(/<style|\sstyle=/)
+  })
+
+  it('shows the models, the canary step with the numbers behind it, the drift heatmap and the backend, without a console error', async () => {
+    const { rollout } = await rolloutState()
+    expect(rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=95', 'canary:v2=5'])
+    const page = await open(admin)
+    try {
+      await page.waitForSelector(`#view[data-view=models] .model[data-model="${SCENE_MODEL}"]`, WAIT)
+      expect(await page.locator('.model .chips .chip').allTextContents()).toEqual(['v1 ready · cpu', 'v2 ready · cpu', 'v3 ready · cpu'])
+      expect(await page.locator('.model .arms tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/^stable\s+v1\s+95%/), expect.stringMatching(/^canary\s+v2\s+5%/)])
+      expect(await page.textContent('#updated')).toMatch(/^updated \d+ s ago$/)
+
+      await show(page, 'canary')
+      expect(await page.locator('.ladder .step.current').allTextContents()).toEqual(['5%'])
+      expect(await page.locator('.ladder .step.passed').allTextContents()).toEqual(['1%'])
+      const [decision] = ((await (await edge(`/v1/models/${SCENE_MODEL}/rollout/history`)).json()) as { entries: Array<{ action: string; numbers?: { stable: { rows: number }; canary: { rows: number } } }> }).entries
+      expect(decision.action).toBe('step')
+      expect(await page.locator('.decision-numbers tbody tr').first().innerText()).toMatch(/^version\s+v1\s+v2$/)
+      expect(await page.locator('.decision-numbers tbody tr').nth(1).innerText()).toBe(`rows\t${decision.numbers!.stable.rows}\t${decision.numbers!.canary.rows}`)
+      expect(await page.locator('.timeline .entry').evaluateAll((els) => els.map((e) => e.getAttribute('data-action')))).toEqual(['step', 'manual'])
+
+      await show(page, 'drift')
+      for (const version of [1, 2]) {
+        const report = (await (await edge(`/v1/models/${SCENE_MODEL}/versions/${version}/drift`)).json()) as { features: Array<{ name: string; psi: number }> }
+        const cells = page.locator(`.heatmap[data-version="${version}"] td.cell`)
+        expect(report.features.length).toBeGreaterThan(0)
+        expect(await cells.count()).toBe(report.features.length * DRIFT_WINDOWS.length)
+        const first = report.features[0]
+        const cell = page.locator(`.heatmap[data-version="${version}"] td.cell[data-feature="${first.name}"][data-window="15m"]`)
+        expect(await cell.getAttribute('title')).toContain(`PSI ${first.psi.toFixed(3)}`)
+        await cell.hover()
+        expect(await page.textContent('.hover-detail')).toContain(`${first.name} · last 15 min`)
+      }
+      expect(await page.locator('.version-drift .verdict').count()).toBe(2)
+      expect(await page.locator('.prediction-chart canvas').count()).toBeGreaterThan(0)
+
+      await show(page, 'backend')
+      const v2 = page.locator(`.backend-version[data-model="${SCENE_MODEL}"][data-version="2"]`)
+      expect(await v2.locator('.provider').textContent()).toBe('cpu')
+      expect(await v2.locator('.queue-depth').textContent()).toMatch(/^\d+ rows of \d+$/)
+      expect(await v2.locator('.batch-reasons').textContent()).toMatch(/(full|delay|preferred) \d+/)
+      expect(await page.textContent('.rejection-totals')).toMatch(/^429 .*: \d+ · 504 .*: \d+$/)
+      expect(errors.get(page)).toEqual([])
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('rolls the canary back on a confirmed click, and the server holds the new weights', async () => {
+    const page = await open(admin)
+    try {
+      await show(page, 'actions')
+      await page.click('button[data-action=rollback]')
+      await page.waitForSelector('#confirm[open]', WAIT)
+      expect(await page.textContent('#confirm-text')).toContain('canary v2 5%  →  stable v1 100%, canary v2 0%')
+      await page.click('#confirm-ok')
+      await page.waitForSelector('#notice.ok', WAIT)
+      expect(await page.textContent('#notice')).toMatch(/^Roll back applied: credit-risk is at revision \d+/)
+      const { rollout } = await rolloutState()
+      expect(rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=100', 'canary:v2=0'])
+      expect(rollout.canary).toBeUndefined()
+      expect(errors.get(page)).toEqual([])
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('shows the fresh state and asks again when the rollout changed under a confirmation (412)', async () => {
+    const page = await open(admin)
+    try {
+      await show(page, 'actions')
+      await page.selectOption('#start-version', '3')
+      await page.click('button[data-action=start]')
+      await page.waitForSelector('#confirm[open]', WAIT)
+      // Someone else changes the rollout while the operator reads the confirmation.
+      const before = await rolloutState()
+      const { layout: _layout, ...changed } = { ...before.rollout, salt: 'changed-elsewhere' }
+      const put = await edge(`/v1/models/${SCENE_MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': before.etag }, body: JSON.stringify(changed) })
+      expect(put.status).toBe(200)
+      await page.click('#confirm-ok')
+      await page.waitForFunction(() => /changed since you looked/.test(document.getElementById('confirm-note')?.textContent ?? ''), undefined, WAIT)
+      expect(await page.textContent('#confirm-note')).toContain(`now at revision ${before.revision + 1}`)
+      expect(await page.isVisible('#confirm')).toBe(true)
+      await page.click('#confirm-ok')
+      await page.waitForSelector('#notice.ok', WAIT)
+      const after = await rolloutState()
+      expect(after.revision).toBe(before.revision + 2)
+      expect(after.rollout.salt).toBe('changed-elsewhere')
+      expect(after.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=99', 'canary:v3=1'])
+      expect(after.rollout.canary?.variant).toBe('canary')
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('says clearly when the key is wrong, or is not an admin key', async () => {
+    const page = await open(generateApiKey('test'))
+    try {
+      await page.waitForFunction(() => (document.getElementById('login-error')?.textContent ?? '') !== '', undefined, WAIT)
+      expect(await page.textContent('#login-error')).toMatch(/^The edge refused this key \(401 Unauthorized\)/)
+      expect(await page.isVisible('#tabs')).toBe(false)
+      await page.fill('#key', predictOnly)
+      await page.click('#login button[type=submit]')
+      await page.waitForFunction(() => /403/.test(document.getElementById('login-error')?.textContent ?? ''), undefined, WAIT)
+      expect(await page.textContent('#login-error')).toMatch(/^This key may not use the admin API \(403 Forbidden\).*needs a key with the "admin" scope/)
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('does not run a script injected inline into the page', async () => {
+    const page = await open(admin)
+    try {
+      await page.waitForSelector('#view[data-view=models] .model', WAIT)
+      const outcome = await page.evaluate(() => new Promise<{ ran: boolean; directive: string }>((resolve) => {
+        document.addEventListener('securitypolicyviolation', (e) => resolve({ ran: 'injected' in window, directive: e.effectiveDirective }), { once: true })
+        const script = document.createElement('script')
+        script.textContent = 'window.injected = true'
+        document.body.append(script)
+      }))
+      expect(outcome).toEqual({ ran: false, directive: 'script-src-elem' })
+      expect(await page.evaluate(() => 'injected' in window)).toBe(false)
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('never puts the key in a URL, storage or a cookie: it goes in the X-Api-Key header of its own origin only', async () => {
+    const urls = requests.map((r) => r.url())
+    expect(urls.length).toBeGreaterThan(20)
+    for (const key of [admin, predictOnly]) {
+      for (const url of urls) expect(url.includes(key) || url.includes(encodeURIComponent(key))).toBe(false)
+    }
+    const origin = new URL(worker!.url).origin
+    expect(urls.every((u) => new URL(u).origin === origin)).toBe(true)
+    const api = requests.filter((r) => new URL(r.url()).pathname.startsWith('/v1/'))
+    expect(api.length).toBeGreaterThan(10)
+    expect(new Set(api.map((r) => r.headers()['x-api-key'])).has(admin)).toBe(true)
+    expect(requests.filter((r) => !new URL(r.url()).pathname.startsWith('/v1/')).every((r) => r.headers()['x-api-key'] === undefined)).toBe(true)
+    const page = await open(admin)
+    try {
+      await page.waitForSelector('#view[data-view=models] .model', WAIT)
+      const kept = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie, input: (document.getElementById('key') as HTMLInputElement).value }))
+      expect(kept).toEqual({ local: 0, session: 0, cookie: '', input: '' })
+      expect(await browser!.cookies()).toEqual([])
+    } finally {
+      await page.close()
+    }
+  })
+})
