@@ -17,9 +17,9 @@ export const h = <K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = 
   return el
 }
 
-/** A table with a header row and one row per entry. */
+/** A table with one row per entry, under a header row when `head` names the columns. */
 export const table = (head: readonly string[], rows: readonly Child[][], props: Props = {}): HTMLTableElement =>
-  h('table', props, h('thead', {}, h('tr', {}, ...head.map((c) => h('th', {}, c)))), h('tbody', {}, ...rows.map((r) => h('tr', {}, ...r.map((c) => h('td', {}, c))))))
+  h('table', props, head.length > 0 && h('thead', {}, h('tr', {}, ...head.map((c) => h('th', {}, c)))), h('tbody', {}, ...rows.map((r) => h('tr', {}, ...r.map((c) => h('td', {}, c))))))
 
 export const byId = <T extends HTMLElement = HTMLElement>(id: string): T => {
   const el = document.getElementById(id)

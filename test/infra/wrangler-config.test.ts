@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { unstable_readConfig } from 'wrangler'
+import { CONSOLE_FILES } from '../../edge/console/assets.generated.ts'
 import type { Bindings } from '../../edge/env.ts'
 
 const run = promisify(execFile)
@@ -85,6 +86,8 @@ describe('wrangler.toml', () => {
       expect(bundle).toMatch(/scheduled/)
       // keep_names = false: no __name() wrapper around every function the worker creates per request.
       expect(bundle).not.toMatch(/__name\(/)
+      // The operator console travels in the bundle (no [assets] directory to deploy beside it).
+      expect(bundle).toContain(Object.keys(CONSOLE_FILES).find((name) => name.endsWith('.js')))
     },
   )
 

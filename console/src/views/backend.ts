@@ -12,7 +12,7 @@ const versionCard = (v: VersionStats): HTMLElement => {
   const { buckets, count, sum } = v.batch_size
   const card = h('article', { class: 'backend-version', attrs: { 'data-model': v.model, 'data-version': v.version } },
     h('h3', {}, `${v.model} v${v.version}`),
-    table(['', ''], [
+    table([], [
       ['execution provider', h('span', { class: 'provider' }, v.execution_provider ?? 'unknown')],
       ['queue depth', h('span', { class: 'queue-depth' }, `${v.queue_depth_rows} rows${v.queue_capacity_rows === null ? '' : ` of ${v.queue_capacity_rows}`}`)],
       ['requests by status', counts(v.requests_by_status)],

@@ -61,7 +61,9 @@ const predictionHistogram = (snapshot: Snapshot, target: HTMLElement) => {
   }
   if (series.length === 0) return
   const bins = series[0].values.length
-  histogramChart(target, series[0].values.map((_, i) => i / bins), series, { x: 'predicted probability (bin start)', y: 'share of rows' }, (v) => v.toFixed(2))
+  // Each bin is drawn from its start to the next one's; the last one ends at 1.
+  const edges = Array.from({ length: bins + 1 }, (_, i) => i / bins)
+  histogramChart(target, edges, series.map((s) => ({ ...s, values: [...s.values, s.values[bins - 1]] })), { x: 'predicted probability', y: 'share of rows' }, (v) => v.toFixed(2))
 }
 
 /** Per arm version: the heatmap, the dataset verdict and health; the arms' prediction histograms together. */
@@ -72,12 +74,12 @@ export const driftView = (snapshot: Snapshot): HTMLElement => {
     h('h2', {}, `Predictions, last ${MAIN_WINDOW}: canary against stable`),
     histogram,
     h('p', { class: 'muted' }, "Each arm's histogram is a share of its own rows. The backend's drift report gives each version's PSI against its baseline (below), not the baseline's histogram."),
+    detail,
     ...snapshot.drift.map((drift) => h('section', { class: 'version-drift', attrs: { 'data-version': String(drift.version) } },
       h('h2', {}, `v${drift.version} — ${drift.arms.join(', ')}`),
       summary(drift),
       heatmap(drift, detail),
     )),
-    detail,
   )
   predictionHistogram(snapshot, histogram)
   return view

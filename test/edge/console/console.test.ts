@@ -201,7 +201,7 @@ describe('the operator console', () => {
       const put = await edge(`/v1/models/${SCENE_MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': before.etag }, body: JSON.stringify(changed) })
       expect(put.status).toBe(200)
       await page.click('#confirm-ok')
-      await page.waitForFunction(() => /changed since you looked/.test(document.getElementById('confirm-note')?.textContent ?? ''), undefined, WAIT)
+      await page.locator('#confirm-note', { hasText: 'changed since you looked' }).waitFor(WAIT)
       expect(await page.textContent('#confirm-note')).toContain(`now at revision ${before.revision + 1}`)
       expect(await page.isVisible('#confirm')).toBe(true)
       await page.click('#confirm-ok')
@@ -219,12 +219,12 @@ describe('the operator console', () => {
   it('says clearly when the key is wrong, or is not an admin key', async () => {
     const page = await open(generateApiKey('test'))
     try {
-      await page.waitForFunction(() => (document.getElementById('login-error')?.textContent ?? '') !== '', undefined, WAIT)
+      await page.locator('#login-error', { hasText: /./ }).waitFor(WAIT)
       expect(await page.textContent('#login-error')).toMatch(/^The edge refused this key \(401 Unauthorized\)/)
       expect(await page.isVisible('#tabs')).toBe(false)
       await page.fill('#key', predictOnly)
       await page.click('#login button[type=submit]')
-      await page.waitForFunction(() => /403/.test(document.getElementById('login-error')?.textContent ?? ''), undefined, WAIT)
+      await page.locator('#login-error', { hasText: '403' }).waitFor(WAIT)
       expect(await page.textContent('#login-error')).toMatch(/^This key may not use the admin API \(403 Forbidden\).*needs a key with the "admin" scope/)
     } finally {
       await page.close()
@@ -235,14 +235,15 @@ describe('the operator console', () => {
     const page = await open(admin)
     try {
       await page.waitForSelector('#view[data-view=models] .model', WAIT)
-      const outcome = await page.evaluate(() => new Promise<{ ran: boolean; directive: string }>((resolve) => {
+      // Page code, as text: it runs in the browser, not under this file's (Node) types.
+      const outcome: unknown = await page.evaluate(`new Promise((resolve) => {
         document.addEventListener('securitypolicyviolation', (e) => resolve({ ran: 'injected' in window, directive: e.effectiveDirective }), { once: true })
         const script = document.createElement('script')
         script.textContent = 'window.injected = true'
         document.body.append(script)
-      }))
+      })`)
       expect(outcome).toEqual({ ran: false, directive: 'script-src-elem' })
-      expect(await page.evaluate(() => 'injected' in window)).toBe(false)
+      expect(await page.evaluate(`'injected' in window`)).toBe(false)
     } finally {
       await page.close()
     }
@@ -263,7 +264,7 @@ describe('the operator console', () => {
     const page = await open(admin)
     try {
       await page.waitForSelector('#view[data-view=models] .model', WAIT)
-      const kept = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie, input: (document.getElementById('key') as HTMLInputElement).value }))
+      const kept: unknown = await page.evaluate(`({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie, input: document.getElementById('key').value })`)
       expect(kept).toEqual({ local: 0, session: 0, cookie: '', input: '' })
       expect(await browser!.cookies()).toEqual([])
     } finally {
