@@ -85,7 +85,7 @@ describe('inference', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('x-model-version')).toBe('2')
     expect(res.body).toMatchObject({ model_name: 'credit-risk', model_version: '2', id: 'req-42' })
-    expect(['full', 'delay', 'preferred']).toContain(res.body.parameters.batch_reason)
+    expect(['idle', 'full', 'delay', 'preferred']).toContain(res.body.parameters.batch_reason)
     expect(res.body.parameters.batch_size).toBeGreaterThanOrEqual(3)
     expect(res.body.parameters.compute_us).toBeGreaterThan(0)
     const [out] = res.body.outputs
@@ -121,7 +121,7 @@ describe('inference', () => {
     expect(text).toMatch(/edge_infer_backend_queue_depth_rows\{model="credit-risk",version="2"\} 0/)
     expect(text).toMatch(/edge_infer_backend_queue_depth_all_rows 0/)
     expect(text).toMatch(/edge_infer_backend_execution_provider_info\{model="credit-risk",version="2",provider="cpu"\} 1/)
-    expect(text).toMatch(/edge_infer_backend_batches_total\{model="credit-risk",version="2",reason="(full|delay|preferred)"\}/)
+    expect(text).toMatch(/edge_infer_backend_batches_total\{model="credit-risk",version="2",reason="(idle|full|delay|preferred)"\}/)
     expect(text).toMatch(/edge_infer_backend_model_load_duration_seconds_count\{model="credit-risk",version="1"\} 1/)
   })
 })

@@ -31,7 +31,7 @@ describe('graceful shutdown', () => {
     const repo = await createFixtureRepository({ withDemo: false })
     await repo.addModel('parked', {
       maxBatchSize: 1024,
-      config: (c) => (c.dynamic_batching = { max_queue_delay_us: 30_000_000, max_queue_size: 4096 }),
+      config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 30_000_000, max_queue_size: 4096 }),
     })
     const backend = await startBackend({ MODEL_REPOSITORY: repo.root, SHUTDOWN_GRACE_MS: '20000' })
     try {

@@ -22,7 +22,7 @@ afterEach(async () => {
 
 const loadTiny = async () => {
   repo = await createFixtureRepository({ withDemo: false })
-  await repo.addModel('tiny', { config: (c) => ((c.dynamic_batching as Record<string, unknown>).max_queue_delay_us = 0) })
+  await repo.addModel('tiny', { config: (c) => Object.assign(c.dynamic_batching as Record<string, unknown>, { max_queue_delay_us: 0, dispatch: 'delay' }) })
   await repo.addModel('other', { seed: 7 })
   const disk = (await new Repository(repo.root).read('tiny'))!
   if (!disk.config) throw new Error(disk.error)

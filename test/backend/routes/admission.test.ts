@@ -17,14 +17,14 @@ const depth = async (model: string) => {
 
 beforeAll(async () => {
   repo = await createFixtureRepository({ withDemo: false })
-  // Requests sit in this queue until their 10 s delay: nothing fills a 1024-row batch.
+  // Requests sit in this queue until their 10 s delay (Triton's timing): nothing fills a 1024-row batch.
   await repo.addModel('parked', {
     maxBatchSize: 1024,
-    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 16 }),
+    config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 16 }),
   })
   await repo.addModel('timeout', {
     maxBatchSize: 1024,
-    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, max_queue_size: 16, default_timeout_us: 50_000 }),
+    config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, max_queue_size: 16, default_timeout_us: 50_000 }),
   })
   // Compute-bound: a few thousand rows take a measurable while to drain.
   await repo.addModel('heavy', { inputs: 64, hidden: [1024, 1024, 1024] })
