@@ -18,6 +18,8 @@ export const lambdaManager = (): ModelManager => {
     const settings = readSettings()
     manager = new ModelManager(new Repository(resolve(settings.MODEL_REPOSITORY)), {
       batching: false,
+      placement: settings.EXECUTOR_PLACEMENT,
+      mainThreadMaxUs: settings.EXECUTOR_MAIN_THREAD_MAX_US,
       memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
       logger: createLogger(settings.LOG_LEVEL),
     })

@@ -52,6 +52,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const drift = settings.DRIFT_MONITORING === 'on' ? new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store }) : undefined
   manager = new ModelManager(repository, {
     batching: settings.BATCHING === 'on',
+    placement: settings.EXECUTOR_PLACEMENT,
+    mainThreadMaxUs: settings.EXECUTOR_MAIN_THREAD_MAX_US,
     memoryBudgetBytes: settings.MODEL_MEMORY_BUDGET_MB * 1024 * 1024,
     logger,
     metrics,

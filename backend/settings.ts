@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
+import { DEFAULT_MAIN_THREAD_MAX_US } from './loader/placement.ts'
 import { LOG_LEVELS } from './logger.ts'
 import { DEFAULT_DRIFT_REDIS_TIMEOUT_MS } from './monitor/drift/count-store.ts'
 
@@ -25,6 +26,13 @@ export const settingsSchema = z.object({
   SHUTDOWN_GRACE_MS: intFromEnv(25_000),
   /** `off` serves every request as its own run (for comparison); `on` uses each model's dynamic_batching. */
   BATCHING: z.enum(['on', 'off']).default('on'),
+  /**
+   * Where sessions run: `worker` threads (a long run never holds the event loop), the `main`
+   * thread (no thread hop per batch), or `auto`: main for a version whose largest warm-up batch
+   * runs in at most EXECUTOR_MAIN_THREAD_MAX_US, threads otherwise.
+   */
+  EXECUTOR_PLACEMENT: z.enum(['auto', 'worker', 'main']).default('auto'),
+  EXECUTOR_MAIN_THREAD_MAX_US: intFromEnv(DEFAULT_MAIN_THREAD_MAX_US),
   /** Upstash Redis REST endpoint and token: replicas merge their drift counts there. Unset: each process counts alone. */
   UPSTASH_REDIS_REST_URL: z.url().optional(),
   UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional(),

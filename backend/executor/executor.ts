@@ -5,7 +5,15 @@ import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { sha256 } from '../repository/manifest.ts'
 import type { WorkerInit, WorkerReply, WorkerRequest } from './messages.ts'
+import { ModelSession } from './session.ts'
 import type { TensorMap } from './tensor.ts'
+
+/**
+ * Where sessions run. `worker`: one thread per instance, so a long run never holds the event
+ * loop. `main`: one session on the event loop's own thread, for models whose batches are too
+ * short to be worth a thread hop (the hop costs more CPU than the run).
+ */
+export type Placement = 'worker' | 'main'
 
 export interface ExecutorOptions extends Omit<WorkerInit, 'modelBytes'> {
   modelPath: string
@@ -13,6 +21,10 @@ export interface ExecutorOptions extends Omit<WorkerInit, 'modelBytes'> {
   modelSha256: string
   /** Worker threads, each with its own session; one run per instance at a time. */
   instanceCount: number
+  /** `main` runs one session on this thread whatever `instanceCount` says; default `worker`. */
+  placement?: Placement
+  /** On the main thread: let the event loop finish its turn before each run, so batches can form (batching on). */
+  yieldBeforeRun?: boolean
   /** The thread's entry module; the inference worker unless a test substitutes one that can be made to fail. */
   workerUrl?: URL
 }
@@ -34,6 +46,9 @@ interface Pending {
   resolve: (result: RunResult) => void
   reject: (err: Error) => void
 }
+
+/** How long a closing thread may take to release its session and end by itself. */
+const CLOSE_GRACE_MS = 5_000
 
 const compiledWorker = new URL('./worker.js', import.meta.url)
 const sourceWorker = new URL('./worker.ts', import.meta.url)
@@ -59,8 +74,62 @@ const verifiedModelBytes = async (path: string, expected: string): Promise<Uint8
   return bytes
 }
 
+/** One session and the thread it runs on. */
+interface Instance {
+  readonly busy: boolean
+  readonly provider: string
+  readonly inputNames: string[]
+  readonly outputNames: string[]
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult>
+  close(): Promise<void>
+}
+
+/**
+ * The session on the event loop's own thread: no copies, no other thread to wake. With
+ * `yieldFirst` a run waits for the end of the event loop's turn (as onnxruntime's own async
+ * `run` does), so requests read in the same turn queue behind it and form the next batch;
+ * without it (batching off) a request runs when it is dispatched.
+ */
+class MainThreadInstance implements Instance {
+  private running = false
+  readonly provider: string
+  readonly inputNames: string[]
+  readonly outputNames: string[]
+
+  constructor(private readonly session: ModelSession, private readonly yieldFirst: boolean) {
+    this.provider = session.provider
+    this.inputNames = session.inputNames
+    this.outputNames = session.outputNames
+  }
+
+  get busy(): boolean {
+    return this.running
+  }
+
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
+    if (!this.yieldFirst) return new Promise((resolve) => resolve(this.session.run(feeds, outputs)))
+    this.running = true
+    return new Promise((resolve, reject) => {
+      setImmediate(() => {
+        try {
+          resolve(this.session.run(feeds, outputs))
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)))
+        } finally {
+          this.running = false
+        }
+      })
+    })
+  }
+
+  close(): Promise<void> {
+    this.session.release()
+    return Promise.resolve()
+  }
+}
+
 /** One worker thread holding one session. */
-class Instance {
+class ThreadInstance implements Instance {
   private pending: Pending | undefined
   private nextId = 0
   provider = 'unknown'
@@ -69,10 +138,10 @@ class Instance {
 
   private constructor(private readonly worker: Worker, private readonly onLost: (instance: Instance, err: Error) => void) {}
 
-  static start(init: WorkerInit, entry: URL, onLost: (instance: Instance, err: Error) => void): Promise<Instance> {
+  static start(init: WorkerInit, entry: URL, onLost: (instance: Instance, err: Error) => void): Promise<ThreadInstance> {
     // The bytes move to the thread, not copied: the buffer is detached here afterwards.
     const worker = new Worker(entry, { workerData: init, transferList: [init.modelBytes.buffer as ArrayBuffer] })
-    const instance = new Instance(worker, onLost)
+    const instance = new ThreadInstance(worker, onLost)
     return new Promise((resolve, reject) => {
       const fail = (err: Error) => {
         void worker.terminate()
@@ -104,11 +173,21 @@ class Instance {
     })
   }
 
+  /**
+   * The thread releases its session and ends by itself; terminating it while the session is
+   * being released can abort the process from native code, so that is only the fallback.
+   */
   async close(): Promise<void> {
     this.worker.removeAllListeners('exit')
     const message: WorkerRequest = { type: 'close' }
-    this.worker.postMessage(message)
-    await this.worker.terminate()
+    await new Promise<void>((resolve) => {
+      const fallback = setTimeout(() => void this.worker.terminate().finally(resolve), CLOSE_GRACE_MS)
+      this.worker.once('exit', () => {
+        clearTimeout(fallback)
+        resolve()
+      })
+      this.worker.postMessage(message)
+    })
   }
 
   private listen() {
@@ -130,9 +209,10 @@ class Instance {
 }
 
 /**
- * A pool of inference worker threads for one model version. The batcher asks how many are idle
- * and hands each a whole batch; a worker that dies is replaced, from the verified bytes only,
- * and its batch fails. Its owner hears when capacity returns and when a replacement fails.
+ * The sessions of one model version: a pool of inference worker threads, or one session on the
+ * main thread. The batcher asks how many are idle and hands each a whole batch; a worker that
+ * dies is replaced, from the verified bytes only, and its batch fails. Its owner hears when
+ * capacity returns and when a replacement fails.
  */
 export class Executor {
   private closed = false
@@ -145,6 +225,13 @@ export class Executor {
   static async start(options: ExecutorOptions): Promise<Executor> {
     const executor = new Executor(options, [])
     const bytes = await verifiedModelBytes(options.modelPath, options.modelSha256)
+    if (options.placement === 'main') {
+      const { executionProviders, intraOpThreads, yieldBeforeRun = true } = options
+      const instance = new MainThreadInstance(ModelSession.create({ modelBytes: bytes, executionProviders, intraOpThreads }), yieldBeforeRun)
+      executor.instances.push(instance)
+      executor.firstProvider = instance.provider
+      return executor
+    }
     // Each thread takes its buffer over (transferred, so detached here): all but the last get a copy.
     const last = options.instanceCount - 1
     const started = await Promise.allSettled(
@@ -164,6 +251,10 @@ export class Executor {
   /** Where lost-and-replaced news goes (the batcher's owner). */
   watch(events: ExecutorEvents): void {
     this.events = events
+  }
+
+  get placement(): Placement {
+    return this.options.placement ?? 'worker'
   }
 
   /** The execution provider the sessions run on. */
@@ -198,7 +289,7 @@ export class Executor {
 
   private startInstance(modelBytes: Uint8Array): Promise<Instance> {
     const { executionProviders, intraOpThreads, workerUrl } = this.options
-    return Instance.start({ modelBytes, executionProviders, intraOpThreads }, threadEntry(workerUrl), this.replace)
+    return ThreadInstance.start({ modelBytes, executionProviders, intraOpThreads }, threadEntry(workerUrl), this.replace)
   }
 
   private replace = (lost: Instance): void => {

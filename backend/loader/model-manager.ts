@@ -7,6 +7,7 @@ import type { Tracing } from '../monitor/tracing/index.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { ModelOnDisk, Repository } from '../repository/repository.ts'
 import { ModelVersion, versionNotReady } from './model-version.ts'
+import type { PlacementSetting } from './placement.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface ModelManagerOptions {
@@ -16,6 +17,9 @@ export interface ModelManagerOptions {
   metrics?: Metrics
   drift?: DriftMonitor
   tracing?: Tracing
+  /** Where each version's sessions run; see startExecutor. */
+  placement?: PlacementSetting
+  mainThreadMaxUs?: number
 }
 
 /** One row of the repository index (Triton's shape: name, version, state, reason). */

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { ModelMetadata, TensorMetadata } from '../../shared/protocol.ts'
 import { Batcher, type BatchRequest, type BatchResult } from '../batcher/batcher.ts'
 import { InferenceError } from '../errors.ts'
-import { Executor } from '../executor/executor.ts'
+import type { Executor } from '../executor/executor.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { VersionOnDisk } from '../repository/repository.ts'
 import type { DriftCounter } from '../monitor/drift/counter.ts'
@@ -11,7 +11,7 @@ import type { Metrics } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import { VersionStats } from '../monitor/stats.ts'
 import type { Logger } from '../logger.ts'
-import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
+import { sameNames, startExecutor, type PlacementSetting } from './placement.ts'
 
 export interface LoadOptions {
   logger?: Logger
@@ -24,10 +24,10 @@ export interface LoadOptions {
   drift?: DriftMonitor
   /** Spans for each batch, when tracing is on. */
   tracing?: Tracing
+  /** Where sessions run (default `worker`); see startExecutor. */
+  placement?: PlacementSetting
+  mainThreadMaxUs?: number
 }
-
-const sameNames = (declared: readonly string[], actual: readonly string[]) =>
-  declared.length === actual.length && declared.every((n) => actual.includes(n))
 
 /**
  * One loaded, warmed-up version of a model: its executor, batcher and counters. Replaced
@@ -54,33 +54,11 @@ export class ModelVersion {
 
   static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
     const started = performance.now()
-    const executor = await Executor.start({
-      modelPath: disk.modelPath,
-      modelSha256: disk.modelSha256,
-      executionProviders: config.execution_providers,
-      intraOpThreads: config.intra_op_threads,
-      instanceCount: config.instance_count,
-      workerUrl: options.workerUrl,
-    })
-    try {
-      const { inputs, outputs } = executor.signature
-      const declaredInputs = config.inputs.map((i) => i.name)
-      const declaredOutputs = config.outputs.map((o) => o.name)
-      if (!sameNames(declaredInputs, inputs) || !sameNames(declaredOutputs, outputs)) {
-        throw new Error(`config declares inputs [${declaredInputs}] outputs [${declaredOutputs}], model has inputs [${inputs}] outputs [${outputs}]`)
-      }
-      for (const size of warmupBatchSizes(config)) {
-        const runs = Array.from({ length: executor.size }, () => executor.run(warmupFeeds(config, size), declaredOutputs))
-        await Promise.all(runs)
-      }
-    } catch (err) {
-      await executor.close()
-      throw err
-    }
+    const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
+    const executor = await startExecutor(model, config, disk, { ...options, batching })
     const version = String(disk.version)
     const metrics = options.metrics
     const labels = { model, version }
-    const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
     const stats = new VersionStats()
     const batcher = new Batcher(
       executor,
