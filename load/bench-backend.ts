@@ -25,7 +25,7 @@ import { runWrk, wrkBin } from './wrk.ts'
  * Every server starts once and stays up; the rows then take turns, round after round (ABAB…), so
  * a slow spell of the machine lands on all alike.
  *
- * Env: BENCH_DURATION_S (default 12), BENCH_WARMUP_S (2), BENCH_ROUNDS (2), BENCH_CONNECTIONS (64),
+ * Env: BENCH_DURATION_S (default 8), BENCH_WARMUP_S (1), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64),
  * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~2 min), BENCH_LOADGEN (wrk | autocannon),
  * BENCH_NODES (Node binaries to run every Node row on, comma-separated), BENCH_PYTHON, WRK_BIN.
  */
@@ -47,14 +47,15 @@ const HIGH_LOAD = [64, 256]
 
 const readSettings = (): BenchSettings => {
   const quick = process.env.BENCH_QUICK === '1'
-  const durationS = positiveInt('BENCH_DURATION_S', quick ? 1 : 12)
+  const durationS = positiveInt('BENCH_DURATION_S', quick ? 1 : 8)
   const loadgen = process.env.BENCH_LOADGEN ?? 'wrk'
   if (loadgen !== 'wrk' && loadgen !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got "${loadgen}"`)
   if (loadgen === 'wrk' && !existsSync(wrkBin())) throw new Error(`${wrkBin()} not found: apt-get install wrk, or set WRK_BIN or BENCH_LOADGEN=autocannon`)
   return {
     durationS,
-    warmupS: positiveInt('BENCH_WARMUP_S', quick ? 1 : 2),
-    rounds: positiveInt('BENCH_ROUNDS', 2),
+    warmupS: positiveInt('BENCH_WARMUP_S', 1),
+    // Three: one run disturbed by a neighbour then moves the median, not the verdict.
+    rounds: positiveInt('BENCH_ROUNDS', quick ? 2 : 3),
     connections: positiveInt('BENCH_CONNECTIONS', 64),
     ceilingS: Math.min(durationS, 3),
     loadgen,
@@ -125,6 +126,22 @@ const bringUp = async (subject: Subject): Promise<Running> => {
   } catch (err) {
     await server.stop()
     throw err
+  }
+}
+
+/**
+ * Waits, at most `boundMs`, until the started servers together use under 5% of a core: the first
+ * row measured must not share the cores with the others' start-up. Answers the share last seen.
+ */
+const settle = async (running: readonly Running[], boundMs = 15_000): Promise<number> => {
+  const pids = running.flatMap((r) => (r.server.child.process.pid === undefined ? [] : [r.server.child.process.pid]))
+  const cpu = () => pids.reduce((n, pid) => n + processCpuMicros(pid), 0)
+  const deadline = Date.now() + boundMs
+  for (;;) {
+    const before = cpu()
+    await sleep(1_000)
+    const cores = (cpu() - before) / 1e6
+    if (cores < 0.05 || Date.now() > deadline) return cores
   }
 }
 
@@ -234,6 +251,7 @@ const main = async (): Promise<void> => {
         skipped.push(`${LABELS[subject.kind]}: not measured, the backend did not serve it (${err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err)})`)
       }
     }
+    progress(`servers idle: ${(100 * (await settle(running))).toFixed(1)}% of a core`)
     const connectionOrder = [...new Set([settings.connections, ...DISPATCH_CONNECTIONS])]
     for (let round = 1; round <= settings.rounds; round++) {
       for (const connections of connectionOrder) {
