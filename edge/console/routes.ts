@@ -48,6 +48,5 @@ const serve = (c: Context<AppEnv>, file: string): Response => {
  */
 export const consoleRoutes = () =>
   new Hono<AppEnv>()
-    .get('/console', (c) => c.redirect('/console/', 308))
-    .get('/console/', (c) => serve(c, INDEX))
+    .get('/console', (c) => serve(c, INDEX))
     .get('/console/assets/:file', (c) => serve(c, `assets/${c.req.param('file')}`))

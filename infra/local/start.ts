@@ -141,7 +141,7 @@ const main = async () => {
     `rollout controller: a tick every ${TICK_S > 0 ? `${TICK_S} s` : '(off)'}; tick now: curl -s '${EDGE_URL}${SCHEDULED_PATH}'`,
     'Try:',
     `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '${body}'`,
-    `Operator console: ${EDGE_URL}/console/  (paste the key above; the page keeps it in memory only)`,
+    `Operator console: ${EDGE_URL}/console  (paste the key above; the page keeps it in memory only)`,
     '',
   ].join('\n'))
 }

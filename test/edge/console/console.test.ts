@@ -60,7 +60,7 @@ const newPage = async (): Promise<Page> => {
 /** Opens the console and signs in with `key`. */
 const open = async (key: string): Promise<Page> => {
   const page = await newPage()
-  await page.goto(`${worker!.url}/console/`)
+  await page.goto(`${worker!.url}/console`)
   await page.fill('#key', key)
   await page.click('#login button[type=submit]')
   return page
@@ -108,7 +108,7 @@ afterAll(async () => {
 
 describe('the operator console', () => {
   it('is served with a CSP that allows only its own scripts, styles and API calls', async () => {
-    const res = await fetch(`${worker!.url}/console/`)
+    const res = await fetch(`${worker!.url}/console`)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/^text\/html/)
     const directives = new Map(res.headers.get('content-security-policy')!.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]))
