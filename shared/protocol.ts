@@ -41,7 +41,8 @@ export interface ResponseOutput {
  * Why a batch left the queue: full, an instance was free (`idle` dispatch), the oldest request's
  * delay ran out or a preferred size formed (`delay` dispatch); `single` when batching is off.
  */
-export type BatchReason = 'full' | 'idle' | 'delay' | 'preferred' | 'single'
+export const BATCH_REASONS = ['full', 'idle', 'delay', 'preferred', 'single'] as const
+export type BatchReason = (typeof BATCH_REASONS)[number]
 
 /** Parameters every infer response carries, explaining how it was served. */
 export interface ServedParameters extends Parameters {

@@ -119,6 +119,7 @@ const parameters: Record<string, JsonObject> = {
     description: 'the ETag of the GET this PUT replaces, a list of them, or * for whatever revision is stored: 428 without it, 412 when it names none of the current revision',
     schema: { type: 'string' },
   },
+  ConsoleFile: { name: 'file', in: 'path', required: true, description: 'a built file\'s name, as the console page names it', schema: { type: 'string' } },
   HistoryLimit: { name: 'limit', in: 'query', required: false, description: 'how many entries, newest first', schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } },
   DriftWindow: { name: 'window', in: 'query', required: false, description: 'minutes (90) or a duration (15m, 2h), at most 3 h', schema: { type: 'string', default: '15m' } },
 }
@@ -267,6 +268,23 @@ const operations: Record<string, Record<string, OperationSpec>> = {
       guard: 'admin',
       answers: { '200': ok('Prometheus text exposition', { type: 'string' }, RATE_LIMIT, 'text/plain; version=0.0.4') },
     },
+  },
+  '/v1/backend/stats': {
+    get: {
+      operationId: 'getBackendStats',
+      summary: 'The backend\'s queues, batches, refusals and execution provider per model version',
+      description: 'Read from the backend\'s Prometheus metrics (BACKEND_URL, with INFER_TOKEN), at most 5 s; counts since the backend started. What the operator console\'s Backend view shows.',
+      tag: 'admin',
+      guard: 'admin',
+      answers: { '200': ok('the backend\'s stats', ref('BackendStats'), RATE_LIMIT) },
+      problems: [502],
+    },
+  },
+  '/console': {
+    get: { operationId: 'getConsole', summary: 'The operator console page', description: 'No key: the page asks for an admin key and calls the admin API with it. Served with a strict Content-Security-Policy.', tag: 'meta', guard: 'none', answers: { '200': ok('the console', { type: 'string' }, [], 'text/html') }, problems: [500] },
+  },
+  '/console/assets/{file}': {
+    get: { operationId: 'getConsoleAsset', summary: 'A script, stylesheet or icon of the console', tag: 'meta', guard: 'none', parameters: ['ConsoleFile'], answers: { '200': ok('the file', { type: 'string' }, [], 'text/javascript') }, problems: [404, 500] },
   },
   '/v1/models': {
     get: {

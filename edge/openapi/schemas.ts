@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { BATCH_REASONS } from '../../shared/protocol.ts'
 import { DATATYPES } from '../../shared/datatypes.ts'
 import { controllerDriftReport } from '../../shared/drift/report.ts'
 import { feature } from '../../shared/feature-spec.ts'
@@ -67,7 +68,7 @@ export const inferResponse = z.object({
     queue_us: z.number(),
     compute_us: z.number(),
     batch_size: z.number().int(),
-    batch_reason: z.enum(['full', 'delay', 'preferred', 'single']),
+    batch_reason: z.enum(BATCH_REASONS),
   }).describe('how the request was served'),
   outputs: z.array(z.object({ name: z.string(), shape: z.array(z.number().int()), datatype, parameters: parameters.optional(), data: z.array(z.union([z.number(), z.boolean(), z.string()])) })),
 })
@@ -165,6 +166,25 @@ export const driftReport = controllerDriftReport
   })
   .loose()
 
+const counts = z.record(z.string(), z.number().nonnegative())
+
+/** `GET /v1/backend/stats`, as edge/console/backend-stats.ts builds it. */
+export const backendStats = z.object({
+  fetched_at: z.string().describe('ISO 8601'),
+  ready: z.boolean().nullable(),
+  versions: z.array(z.object({
+    model: z.string(),
+    version: z.string(),
+    execution_provider: z.string().nullable(),
+    queue_depth_rows: z.number().nonnegative(),
+    queue_capacity_rows: z.number().nonnegative().nullable(),
+    requests_by_status: counts,
+    batches_by_reason: counts,
+    batch_size: z.object({ buckets: z.array(z.object({ le: z.union([z.number(), z.literal('+Inf')]), count: z.number().nonnegative() })), count: z.number().nonnegative(), sum: z.number().nonnegative() }),
+  })),
+  rejections: z.array(z.object({ model: z.string(), reason: z.string(), status: z.number().int().nullable(), count: z.number().nonnegative() })),
+})
+
 export const health = z.object({ ok: z.literal(true), request_id: z.string() })
 
 /** The components, by name: requests are described as clients send them (defaults optional), responses as the edge answers. */
@@ -195,6 +215,7 @@ export const responseSchemas = {
   HistoryEntry: historyEntry,
   RolloutHistory: rolloutHistory,
   DriftReport: driftReport,
+  BackendStats: backendStats,
 } as const
 
 export type RequestSchemaName = keyof typeof requestSchemas

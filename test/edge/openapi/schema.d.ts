@@ -58,6 +58,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backend/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The backend's queues, batches, refusals and execution provider per model version
+         * @description Read from the backend's Prometheus metrics (BACKEND_URL, with INFER_TOKEN), at most 5 s; counts since the backend started. What the operator console's Backend view shows.
+         */
+        get: operations["getBackendStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator console page
+         * @description No key: the page asks for an admin key and calls the admin API with it. Served with a strict Content-Security-Policy.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/assets/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A script, stylesheet or icon of the console */
+        get: operations["getConsoleAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -457,7 +514,7 @@ export interface components {
                 compute_us: number;
                 batch_size: number;
                 /** @enum {string} */
-                batch_reason: "full" | "delay" | "preferred" | "single";
+                batch_reason: "full" | "idle" | "delay" | "preferred" | "single";
             } & {
                 [key: string]: unknown;
             };
@@ -717,6 +774,38 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        BackendStats: {
+            /** @description ISO 8601 */
+            fetched_at: string;
+            ready: boolean | null;
+            versions: {
+                model: string;
+                version: string;
+                execution_provider: string | null;
+                queue_depth_rows: number;
+                queue_capacity_rows: number | null;
+                requests_by_status: {
+                    [key: string]: number;
+                };
+                batches_by_reason: {
+                    [key: string]: number;
+                };
+                batch_size: {
+                    buckets: {
+                        le: number | "+Inf";
+                        count: number;
+                    }[];
+                    count: number;
+                    sum: number;
+                };
+            }[];
+            rejections: {
+                model: string;
+                reason: string;
+                status: number | null;
+                count: number;
+            }[];
+        };
     };
     responses: {
         /** @description Internal Server Error: the edge failed; the details are in its log under the request id */
@@ -776,6 +865,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description Bad Gateway: the inference tier failed or answered with something the edge could not use */
+        Problem502: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Not Found: no such model or version (or, for predict, a model without a feature spec) */
         Problem404: {
             headers: {
@@ -818,16 +917,6 @@ export interface components {
         };
         /** @description Unprocessable Content: the entity has no stored value of a required feature without a default */
         Problem422: {
-            headers: {
-                "X-Request-Id": components["headers"]["XRequestId"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description Bad Gateway: the inference tier failed or answered with something the edge could not use */
-        Problem502: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -997,6 +1086,8 @@ export interface components {
         DeadlineMs: number;
         /** @description the ETag of the GET this PUT replaces, a list of them, or * for whatever revision is stored: 428 without it, 412 when it names none of the current revision */
         IfMatch: string;
+        /** @description a built file's name, as the console page names it */
+        ConsoleFile: string;
         /** @description how many entries, newest first */
         HistoryLimit: number;
         /** @description minutes (90) or a duration (15m, 2h), at most 3 h */
@@ -1106,6 +1197,84 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
+        };
+    };
+    getBackendStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the backend's stats */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackendStats"];
+                };
+            };
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            502: components["responses"]["Problem502"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the console */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            500: components["responses"]["Problem500"];
+        };
+    };
+    getConsoleAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a built file's name, as the console page names it */
+                file: components["parameters"]["ConsoleFile"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the file */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            404: components["responses"]["Problem404"];
+            500: components["responses"]["Problem500"];
         };
     };
     listModels: {

@@ -36,7 +36,7 @@ beforeAll(async () => {
   // A batch leaves only once 4 rows wait (`full`): the requests sent together share one.
   await repo.addModel('quad', {
     maxBatchSize: 4,
-    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 64 }),
+    config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 64 }),
   })
   receiver = await startOtlpReceiver()
 })

@@ -46,7 +46,7 @@ beforeAll(async () => {
   // Requests sit in this queue for 10 s: two queued rows fill it, the next request gets 429.
   await repo.addModel('parked', {
     maxBatchSize: 1024,
-    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 2 }),
+    config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, preferred_batch_sizes: [], max_queue_size: 2 }),
   })
   restoreEnv = setProcessEnv({ MODEL_REPOSITORY: repo.root, LOG_LEVEL: 'silent' })
   backend = await startBackend({ MODEL_REPOSITORY: repo.root })

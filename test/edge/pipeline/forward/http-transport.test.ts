@@ -18,7 +18,7 @@ beforeAll(async () => {
   repo = await createFixtureRepository()
   await repo.addModel('parked', {
     maxBatchSize: 1024,
-    config: (c) => (c.dynamic_batching = { max_queue_delay_us: 10_000_000, max_queue_size: 64 }),
+    config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, max_queue_size: 64 }),
   })
   backend = await startBackend({ MODEL_REPOSITORY: repo.root })
 })
