@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { modelConfig } from '../../backend/repository/model-config.ts'
+import { modelConfig, type DispatchPolicy } from '../../backend/repository/model-config.ts'
 import { ROOT } from '../servers.ts'
 
 /** The dynamic batcher of one replica, in the simulator's units (seconds, rows). */
 export interface BatcherSettings {
+  /** idle: what is queued leaves at once for a free instance; delay: Triton's preferred sizes and max queue delay. */
+  dispatch: DispatchPolicy
   maxBatchSize: number
   maxQueueDelayS: number
   /** Ascending. */
@@ -24,6 +26,7 @@ export const batcherSettingsOf = (model: string, repository = join(ROOT, 'models
   const batching = config.dynamic_batching
   if (!batching) throw new Error(`${model} has no dynamic_batching: the simulator models a batching replica`)
   return {
+    dispatch: batching.dispatch,
     maxBatchSize: config.max_batch_size,
     maxQueueDelayS: batching.max_queue_delay_us / 1e6,
     preferredBatchSizes: [...batching.preferred_batch_sizes].sort((a, b) => a - b),

@@ -58,7 +58,7 @@ export const renderReport = (r: ReportInput): string => {
 ## Model
 
 - **Replica**: the backend's dynamic batcher from \`models/credit-risk/config.json\` through the backend's schema —
-  max batch ${b.maxBatchSize} rows, max queue delay ${ms(b.maxQueueDelayS)} ms, preferred sizes ${b.preferredBatchSizes.join(', ') || 'none'}, max queue ${int(b.maxQueueSize)} rows
+  ${b.dispatch} dispatch, max batch ${b.maxBatchSize} rows, max queue delay ${ms(b.maxQueueDelayS)} ms, preferred sizes ${b.preferredBatchSizes.join(', ') || 'none'}, max queue ${int(b.maxQueueSize)} rows
   (one more is refused: 429), ${b.instances} executor instance(s). A batch of b one-row requests keeps the replica busy
   a + (c + f)·b = ${s.fit.aUs} µs + (${s.fit.cUsPerRow} + ${s.front.perRequestUs}) µs·b: the engine's t(b) = a + c·b fitted over b = ${s.points.map((p) => p.rows).join(', ')}
   and the per-request front work f (HTTP, JSON, validation, drift counting), both from \`${s.command}\` (${s.measuredAt}, ${s.node},

@@ -169,15 +169,15 @@ const preferredFor = (sizes: readonly number[], queued: number): number => {
 
 /**
  * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
- * a ready pod, each pod runs the backend's dynamic batcher (full, preferred, delay; a batch leaves
- * only when an executor instance is free) over a FIFO queue bounded at max_queue_size, and the
+ * a ready pod, each pod runs the backend's dynamic batcher (idle dispatch, or Triton's full/preferred/delay;
+ * a batch leaves only when an executor instance is free) over a FIFO queue bounded at max_queue_size, and the
  * autoscaler reads the summed queue-depth gauge as Prometheus last scraped it, every HPA sync.
  */
 export const simulate = (options: SimulationOptions): SimulationResult => {
   const { arrivals, durationS, batcher, serviceTime, routing, scaling, random } = options
   const bucketS = options.bucketS ?? 60
   const slaP95S = options.slaP95S ?? Infinity
-  const { maxBatchSize, maxQueueDelayS, preferredBatchSizes, maxQueueSize, instances } = batcher
+  const { dispatch: policy, maxBatchSize, maxQueueDelayS, preferredBatchSizes, maxQueueSize, instances } = batcher
   const bucketCount = Math.ceil(durationS / bucketS)
   const bucketLatencies = new Int32Array(bucketCount * BIN_COUNT)
   const latencies = new Float64Array(BIN_COUNT)
@@ -235,10 +235,17 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     events.push({ at: done, kind: COMPLETE, replica, rows })
   }
 
-  /** The backend's pump: every batch that is due while an instance is free, else a timer for the oldest. */
+  /**
+   * The backend's pump: while an instance is free, idle dispatch sends what is queued at once;
+   * delay dispatch sends every batch that is due, else sets a timer for the oldest request.
+   */
   const pump = (replica: Replica, now: number) => {
     while (replica.busy < instances && replica.tail > replica.head) {
       const queued = replica.tail - replica.head
+      if (policy === 'idle') {
+        dispatch(replica, Math.min(queued, maxBatchSize), now)
+        continue
+      }
       let rows = queued >= maxBatchSize ? maxBatchSize : preferredFor(preferredBatchSizes, queued)
       if (rows === 0) {
         const due = replica.queue[replica.head] + maxQueueDelayS

@@ -62,6 +62,7 @@ describe('the batcher settings', () => {
     const file = join(ROOT, 'models', 'credit-risk', 'config.json')
     const config = modelConfig.parse(JSON.parse(readFileSync(file, 'utf8')))
     expect(batcherSettingsOf('credit-risk')).toEqual({
+      dispatch: config.dynamic_batching!.dispatch,
       maxBatchSize: config.max_batch_size,
       maxQueueDelayS: config.dynamic_batching!.max_queue_delay_us / 1e6,
       preferredBatchSizes: config.dynamic_batching!.preferred_batch_sizes,
@@ -74,6 +75,6 @@ describe('the batcher settings', () => {
     const config = JSON.parse(readFileSync(join(ROOT, 'models', 'credit-risk', 'config.json'), 'utf8')) as Record<string, unknown>
     mkdirSync(join(dir, 'models', 'bare'), { recursive: true })
     writeFileSync(join(dir, 'models', 'bare', 'config.json'), JSON.stringify({ ...config, name: 'bare', dynamic_batching: {}, instance_count: undefined }))
-    expect(batcherSettingsOf('bare', join(dir, 'models'))).toEqual({ maxBatchSize: config.max_batch_size, maxQueueDelayS: 0.002, preferredBatchSizes: [], maxQueueSize: 4096, instances: 1 })
+    expect(batcherSettingsOf('bare', join(dir, 'models'))).toEqual({ dispatch: 'idle', maxBatchSize: config.max_batch_size, maxQueueDelayS: 0.002, preferredBatchSizes: [], maxQueueSize: 4096, instances: 1 })
   })
 })

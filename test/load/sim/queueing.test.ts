@@ -11,9 +11,9 @@ import { arrivalsOf } from '../../../load/sim/trace.ts'
 
 const SERVICE_RATE = 1_000
 const DURATION_S = 3_000
-const UNBATCHED = { maxBatchSize: 1, maxQueueDelayS: 0, preferredBatchSizes: [], maxQueueSize: Number.MAX_SAFE_INTEGER, instances: 1 }
+const UNBATCHED = { dispatch: 'delay' as const, maxBatchSize: 1, maxQueueDelayS: 0, preferredBatchSizes: [], maxQueueSize: Number.MAX_SAFE_INTEGER, instances: 1 }
 
-const run = (utilization: number, service: 'exponential' | 'deterministic', seed: number) => {
+const run = (utilization: number, service: 'exponential' | 'deterministic', seed: number, dispatch: 'idle' | 'delay' = 'delay') => {
   const arrivalRate = utilization * SERVICE_RATE
   const random = createRandom(seed)
   const serviceRandom = createRandom(seed + 1)
@@ -23,7 +23,7 @@ const run = (utilization: number, service: 'exponential' | 'deterministic', seed
   return simulate({
     arrivals: arrivalsOf({ kind: 'rates', ratesPerSecond: new Float64Array(DURATION_S).fill(arrivalRate) }, random),
     durationS: DURATION_S,
-    batcher: UNBATCHED,
+    batcher: { ...UNBATCHED, dispatch },
     serviceTime,
     routing: 'random',
     scaling: { kind: 'fixed', replicas: 1 },
@@ -44,10 +44,51 @@ describe('one replica, one request at a time', () => {
       expect(relativeError(result.p95S, Math.log(20) / (SERVICE_RATE - lambda))).toBeLessThan(0.03)
     })
 
-    it(`M/D/1 at ρ = ${rho}: mean wait ρ/(2μ(1−ρ))`, () => {
-      const result = run(rho, 'deterministic', 23)
-      expect(relativeError(result.meanWaitS, rho / (2 * SERVICE_RATE * (1 - rho)))).toBeLessThan(0.03)
-      expect(relativeError(result.meanLatencyS - result.meanWaitS, 1 / SERVICE_RATE)).toBeLessThan(1e-9)
+    it(`M/D/1 at ρ = ${rho}: mean wait ρ/(2μ(1−ρ)), under either dispatch policy`, () => {
+      for (const dispatch of ['delay', 'idle'] as const) {
+        const result = run(rho, 'deterministic', 23, dispatch)
+        expect(relativeError(result.meanWaitS, rho / (2 * SERVICE_RATE * (1 - rho)))).toBeLessThan(0.03)
+        expect(relativeError(result.meanLatencyS - result.meanWaitS, 1 / SERVICE_RATE)).toBeLessThan(1e-9)
+      }
     })
   }
+})
+
+describe('dispatch policies of a batching replica', () => {
+  // Rare arrivals: nearly every request finds the instance idle and the queue empty.
+  const lone = (dispatch: 'idle' | 'delay') => {
+    const random = createRandom(5)
+    return simulate({
+      arrivals: arrivalsOf({ kind: 'rates', ratesPerSecond: new Float64Array(600).fill(2) }, random),
+      durationS: 600,
+      batcher: { dispatch, maxBatchSize: 64, maxQueueDelayS: 0.002, preferredBatchSizes: [32, 64], maxQueueSize: 4096, instances: 1 },
+      serviceTime: () => 0.001,
+      routing: 'random',
+      scaling: { kind: 'fixed', replicas: 1 },
+      random,
+    })
+  }
+
+  it('idle sends a lone request at once; delay holds it for max_queue_delay', () => {
+    const idle = lone('idle')
+    const delay = lone('delay')
+    expect(idle.served).toBeGreaterThan(1_000)
+    expect(idle.meanWaitS).toBeLessThan(1e-5)
+    expect(relativeError(delay.meanWaitS, 0.002)).toBeLessThan(0.05)
+  })
+
+  it('idle still forms batches under load: requests arriving while the instance runs leave together', () => {
+    const random = createRandom(9)
+    const busy = simulate({
+      arrivals: arrivalsOf({ kind: 'rates', ratesPerSecond: new Float64Array(60).fill(5_000) }, random),
+      durationS: 60,
+      batcher: { dispatch: 'idle', maxBatchSize: 64, maxQueueDelayS: 0.002, preferredBatchSizes: [], maxQueueSize: 4096, instances: 1 },
+      serviceTime: (rows) => 0.0005 + 0.00001 * rows,
+      routing: 'random',
+      scaling: { kind: 'fixed', replicas: 1 },
+      random,
+    })
+    expect(busy.served).toBeGreaterThan(250_000)
+    expect(busy.meanBatchRows).toBeGreaterThan(2)
+  })
 })
