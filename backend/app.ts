@@ -20,8 +20,10 @@ const CLIENT_CLOSED_REQUEST = 499
 export const createApp = (deps: BackendDeps) => {
   const { logger } = deps
   const app = new Hono<BackendEnv>()
-  // Probes stay open for the orchestrator; the repository API has its own token.
-  app.use('/v2/*', inferAuth({ token: deps.settings.INFER_TOKEN, open: (path) => path.startsWith('/v2/health/') || path.startsWith('/v2/repository/') }))
+  // Probes stay open for the orchestrator; the repository API has its own token. Without a token
+  // nothing is guarded, and no request passes through the guard.
+  const token = deps.settings.INFER_TOKEN
+  if (token !== undefined) app.use('/v2/*', inferAuth({ token, open: (path) => path.startsWith('/v2/health/') || path.startsWith('/v2/repository/') }))
   app.route('/', healthRoutes(deps))
   app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))

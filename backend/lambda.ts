@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { lambdaInferEvent, type LambdaErrorResult } from '../shared/lambda.ts'
@@ -40,7 +39,7 @@ export const handler = async (event: unknown): Promise<InferResponse | LambdaErr
     const arrived = performance.now()
     const served = await lambdaManager().resolve(model, version)
     const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
-    const { response } = await serveInfer(served, request, { limits, arrived, fallbackId: randomUUID })
+    const { response } = await serveInfer(served, request, { limits, arrived })
     return response
   } catch (err) {
     if (err instanceof InferenceError) return { error: err.message, status: err.status }

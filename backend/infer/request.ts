@@ -88,34 +88,39 @@ const pathOf = (flat: number, shape: readonly number[]): string => {
 }
 
 /**
- * Flattens row-major data into `out`. Nested data must have exactly the declared shape; flat
- * data must have exactly the product of the shape. Messages are built only on failure: this
- * loop runs for every element of every request.
+ * Converts one element into `target[at]`, or throws naming it (`where` is built only then).
+ * FP32/FP64 numbers in range take the first branch: this runs for every element of every request.
  */
-const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, out: TensorValues) => {
-  const nested = data.length > 0 && Array.isArray(data[0])
-  const target = out as unknown[]
-  const fast = input.datatype === 'FP32' || input.datatype === 'FP64'
-  let at = 0
-  const put = (v: unknown) => {
-    if (fast && typeof v === 'number' && Math.abs(v) <= FP32_MAX) {
-      target[at++] = v
-      return
-    }
-    const converted = element(v, input.datatype, input.allow_non_finite)
-    if (converted instanceof Invalid) {
-      const where = nested ? pathOf(at, shape) : `[${at}]`
-      throw badRequest(`input "${input.name}": data${where} is ${describe(v)}, expected ${converted.expected}`)
-    }
-    target[at++] = converted
-  }
-  if (!nested) {
-    for (let i = 0; i < data.length; i++) put(data[i])
+const store = (target: unknown[], at: number, v: unknown, input: TensorConfig, where: (at: number) => string) => {
+  if ((input.datatype === 'FP32' || input.datatype === 'FP64') && typeof v === 'number' && Math.abs(v) <= FP32_MAX) {
+    target[at] = v
     return
   }
+  const converted = element(v, input.datatype, input.allow_non_finite)
+  if (converted instanceof Invalid) throw badRequest(`input "${input.name}": data${where(at)} is ${describe(v)}, expected ${converted.expected}`)
+  target[at] = converted
+}
+
+const flatIndex = (at: number) => `[${at}]`
+
+/**
+ * Flattens row-major data into `out`. Nested data must have exactly the declared shape; flat
+ * data must have exactly the product of the shape. Messages are built only on failure.
+ */
+const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, out: TensorValues) => {
+  const target = out as unknown[]
+  if (data.length === 0 || !Array.isArray(data[0])) {
+    for (let i = 0; i < data.length; i++) store(target, i, data[i], input, flatIndex)
+    return
+  }
+  const nestedIndex = (at: number) => pathOf(at, shape)
+  let at = 0
   const trail: number[] = []
   const walk = (node: unknown, depth: number) => {
-    if (depth === shape.length) return put(node)
+    if (depth === shape.length) {
+      store(target, at++, node, input, nestedIndex)
+      return
+    }
     const where = () => `data${trail.slice(0, depth).map((i) => `[${i}]`).join('')}`
     if (!Array.isArray(node)) throw badRequest(`input "${input.name}": ${where()} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
     if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": ${where()} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
@@ -127,19 +132,42 @@ const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, ou
   walk(data, 0)
 }
 
+const isShape = (shape: unknown): shape is number[] => {
+  if (!Array.isArray(shape)) return false
+  for (let i = 0; i < shape.length; i++) if (!Number.isInteger(shape[i]) || shape[i] < 0) return false
+  return true
+}
+
+/** Whether `shape` is the declared dims, after the batch dimension when the model has one (-1 matches any size). */
+const matchesDims = (shape: readonly number[], dims: readonly number[], batched: boolean): boolean => {
+  const skip = batched ? 1 : 0
+  if (shape.length !== dims.length + skip) return false
+  for (let i = 0; i < dims.length; i++) if (dims[i] !== -1 && dims[i] !== shape[i + skip]) return false
+  return true
+}
+
 const checkShape = (shape: unknown, input: TensorConfig, batched: boolean, limits: ParseLimits): number[] => {
-  const where = `input "${input.name}"`
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw badRequest(`${where}: shape must be an array of non-negative integers`)
+  if (!isShape(shape)) throw badRequest(`input "${input.name}": shape must be an array of non-negative integers`)
+  if (!matchesDims(shape, input.dims, batched)) {
+    const expected = batched ? [-1, ...input.dims] : input.dims
+    throw badRequest(`input "${input.name}": shape [${shape}] does not match the model's [${expected}] (-1 is any size)`)
   }
-  const expected = batched ? [-1, ...input.dims] : input.dims
-  const matches = shape.length === expected.length && expected.every((d, i) => d === -1 || d === shape[i])
-  if (!matches) throw badRequest(`${where}: shape [${shape}] does not match the model's [${expected}] (-1 is any size)`)
   if (batched) {
-    if (shape[0] < 1) throw badRequest(`${where}: batch dimension must be at least 1`)
-    if (shape[0] > limits.maxRows) throw badRequest(`${where}: batch dimension ${shape[0]} exceeds the limit of ${limits.maxRows} rows per request`)
+    if (shape[0] < 1) throw badRequest(`input "${input.name}": batch dimension must be at least 1`)
+    if (shape[0] > limits.maxRows) throw badRequest(`input "${input.name}": batch dimension ${shape[0]} exceeds the limit of ${limits.maxRows} rows per request`)
   }
-  return shape as number[]
+  return shape
+}
+
+const declaredInput = (config: ModelConfig, name: string): TensorConfig | undefined => {
+  for (const input of config.inputs) if (input.name === name) return input
+  return undefined
+}
+
+const elementCount = (shape: readonly number[]): number => {
+  let n = 1
+  for (let i = 0; i < shape.length; i++) n *= shape[i]
+  return n
 }
 
 /** Checks an Open Inference Protocol infer request against the model's declared signature. */
@@ -152,11 +180,12 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
   const batched = config.max_batch_size > 0
   const inputs: TensorMap = {}
   let rows: number | undefined
-  for (const [i, raw] of body.inputs.entries()) {
+  for (let i = 0; i < body.inputs.length; i++) {
+    const raw: unknown = body.inputs[i]
     if (!isObject(raw)) throw badRequest(`inputs[${i}] must be an object`)
     checkKeys(raw, ['name', 'shape', 'datatype', 'parameters', 'data'], `inputs[${i}]`)
     if (typeof raw.name !== 'string') throw badRequest(`inputs[${i}].name must be a string`)
-    const declared = config.inputs.find((d) => d.name === raw.name)
+    const declared = declaredInput(config, raw.name)
     if (!declared) throw badRequest(`unknown input ${quoteInput(raw.name)}; the model takes ${config.inputs.map((d) => `"${d.name}"`).join(', ')}`)
     if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
     if (raw.datatype === undefined) throw badRequest(`input "${declared.name}": datatype is missing; the model takes ${declared.datatype}`)
@@ -164,7 +193,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     checkParameters(raw.parameters, `inputs[${i}]`)
     const shape = checkShape(raw.shape, declared, batched, limits)
     if (!Array.isArray(raw.data)) throw badRequest(`input "${declared.name}": data must be an array`)
-    const length = shape.reduce((a, b) => a * b, 1)
+    const length = elementCount(shape)
     const nested = raw.data.length > 0 && Array.isArray(raw.data[0])
     if (!nested && raw.data.length !== length) {
       throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
@@ -177,8 +206,10 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     rows = inputRows
     inputs[declared.name] = { datatype: declared.datatype, dims: shape, data }
   }
-  const missing = config.inputs.filter((d) => !inputs[d.name]).map((d) => `"${d.name}"`)
-  if (missing.length > 0) throw badRequest(`missing input ${missing.join(', ')}`)
+  if (body.inputs.length < config.inputs.length) {
+    const missing = config.inputs.filter((d) => !inputs[d.name]).map((d) => `"${d.name}"`)
+    throw badRequest(`missing input ${missing.join(', ')}`)
+  }
   return { id: body.id, inputs, rows: rows ?? 1, outputs: parseOutputs(body.outputs, config) }
 }
 

@@ -1,23 +1,28 @@
+import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Span } from '@opentelemetry/api'
 import type { InferResponse } from '../../shared/protocol.ts'
-import { InferenceError } from '../errors.ts'
+import { parseDeadlineMs } from '../../shared/headers.ts'
+import { InferenceError, badRequest } from '../errors.ts'
 import { toJsonData } from '../executor/tensor.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
 import type { Metrics } from '../monitor/metrics.ts'
 import { parseInferRequest, type ParseLimits } from './request.ts'
+
+const MAX_DEADLINE_MS = 3_600_000
 
 export interface ServeOptions {
   limits: ParseLimits
   /** performance.now() time the request arrived: its latency is counted from here. */
   arrived: number
   /**
-   * performance.now() time by which the request must start running. Read inside the counted
-   * request, so a malformed deadline counts as this version's failed request.
+   * The client's X-Request-Deadline-Ms, if any: the request must start running by then, else
+   * by the model's default timeout. Parsed inside the counted request, so a malformed deadline
+   * counts as this version's failed request.
    */
-  deadline?: () => number | undefined
-  /** Response id when the request names none. */
-  fallbackId: () => string
+  deadlineHeader?: string
+  /** The client's X-Request-Id: the response id when the body names none and it is plain enough to echo. */
+  requestIdHeader?: string
   /** Where the tier exports Prometheus metrics; the request counters go there too. */
   metrics?: Metrics
   /** The request's span when it is traced: its queue time and batch hang off it. */
@@ -29,46 +34,83 @@ export interface Served {
   rows: number
 }
 
+/** Label sets of one version's request metrics, built once: the hot path only looks them up. */
+interface VersionLabels {
+  version: { model: string; version: string }
+  byStatus: Map<number, { model: string; version: string; status: string }>
+  invalid: { model: string; reason: string }
+}
+
+const labelCache = new WeakMap<ModelVersion, VersionLabels>()
+
+const labelsOf = (served: ModelVersion): VersionLabels => {
+  let labels = labelCache.get(served)
+  if (!labels) {
+    labels = { version: { model: served.model, version: String(served.version) }, byStatus: new Map(), invalid: { model: served.model, reason: 'invalid_request' } }
+    labelCache.set(served, labels)
+  }
+  return labels
+}
+
+const statusLabels = (labels: VersionLabels, status: number) => {
+  let set = labels.byStatus.get(status)
+  if (!set) {
+    set = { ...labels.version, status: String(status) }
+    labels.byStatus.set(status, set)
+  }
+  return set
+}
+
 /**
  * One infer request through a served version: check, queue, answer with this request's rows,
  * and count it (version stats, drift health, Prometheus) the same way on every tier.
  */
 export const serveInfer = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served> => {
   const { metrics } = options
-  const labels = { model: served.model, version: String(served.version) }
-  const latencyUs = () => (performance.now() - options.arrived) * 1000
+  const labels = labelsOf(served)
   try {
     const { response, rows, queueUs } = await run(served, body, options)
-    const us = latencyUs()
+    const us = (performance.now() - options.arrived) * 1000
     served.stats.request(true, rows, us, queueUs)
     served.drift?.request(us, rows, false)
-    metrics?.requests.inc({ ...labels, status: '200' })
-    metrics?.requestDuration.observe(labels, us / 1e6)
+    metrics?.requests.inc(statusLabels(labels, 200))
+    metrics?.requestDuration.observe(labels.version, us / 1e6)
     return { response, rows }
   } catch (err) {
     const status = err instanceof InferenceError ? err.status : 500
-    const us = latencyUs()
+    const us = (performance.now() - options.arrived) * 1000
     served.stats.request(false, 0, us, 0)
     // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
     served.drift?.request(us, 0, status === 500 || status === 504)
-    metrics?.requests.inc({ ...labels, status: String(status) })
-    if (status === 400) metrics?.rejected.inc({ model: served.model, reason: 'invalid_request' })
+    metrics?.requests.inc(statusLabels(labels, status))
+    if (status === 400) metrics?.rejected.inc(labels.invalid)
     throw err
   }
 }
 
+/** The deadline as performance.now() time: the header first, else the model's default. */
+const deadlineOf = (header: string | undefined, arrived: number, defaultMs: number | undefined): number | undefined => {
+  if (header === undefined) return defaultMs === undefined ? undefined : arrived + defaultMs
+  const ms = parseDeadlineMs(header, MAX_DEADLINE_MS)
+  if (typeof ms !== 'number') throw badRequest(ms.invalid)
+  return arrived + ms
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
 const run = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served & { queueUs: number }> => {
-  const deadline = options.deadline?.()
+  const deadline = deadlineOf(options.deadlineHeader, options.arrived, served.defaultTimeoutMs)
   const request = parseInferRequest(body, served.config, options.limits)
   const { drift } = served
   // Drift counts every served row's prediction, so the run computes it even when the client asked for other outputs.
   const outputs = drift && !request.outputs.includes(drift.output) ? [...request.outputs, drift.output] : request.outputs
   const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs, deadline, span: options.span })
   drift?.record(request.inputs, request.rows, result.outputs)
+  const { requestIdHeader } = options
   const response: InferResponse = {
     model_name: served.model,
     model_version: String(served.version),
-    id: request.id ?? options.fallbackId(),
+    id: request.id ?? (requestIdHeader !== undefined && SAFE_REQUEST_ID.test(requestIdHeader) ? requestIdHeader : randomUUID()),
     parameters: {
       queue_us: result.queueUs,
       compute_us: result.computeUs,

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { InferenceError, badRequest } from '../errors.ts'
 import type { BackendEnv } from '../env.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
@@ -10,7 +10,8 @@ export interface RequireJsonOptions {
   optional?: boolean
 }
 
-const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
+const JSON_TYPE = /^application\/json\s*(;|$)/i
+const isJson = (type: string) => JSON_TYPE.test(type.trim())
 
 /** The connection closes after a 413: what the client still sends is not read as a next request. */
 const tooLarge = (maxBytes: number) => new InferenceError(413, `request body exceeds ${maxBytes} bytes`, { connection: 'close' }, 'too_large')
@@ -54,33 +55,36 @@ const readCapped = async (stream: ReadableStream<Uint8Array>, maxBytes: number):
 }
 
 /**
- * Parses a JSON body into `c.var.body`: refuses bodies over the limit (413), other media types
- * or content codings (415) and malformed JSON (400). Checks the declared length before reading,
- * and reads through Hono's plain `text()` so the Node adapter keeps its fast path.
+ * The JSON body of a request: refuses bodies over the limit (413), other media types or content
+ * codings (415) and malformed JSON (400). Checks the declared length before reading, and reads
+ * through Hono's plain `text()` so the Node adapter keeps its fast path. Undefined for an empty
+ * body when `optional`.
  */
-export const requireJson = ({ maxBytes, optional = false }: RequireJsonOptions): MiddlewareHandler<BackendEnv> =>
+export const readJsonBody = async (c: Context<BackendEnv>, { maxBytes, optional = false }: RequireJsonOptions): Promise<unknown> => {
+  const declared = c.req.header('content-length')
+  if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes)
+  const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
+  if (encoding && encoding !== 'identity') {
+    throw new InferenceError(415, `unsupported Content-Encoding ${quoteInput(encoding)}; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
+  }
+  const body = declared === undefined && c.req.header('transfer-encoding') !== undefined ? c.req.raw.body : null
+  const text = body ? await readCapped(body, maxBytes) : await c.req.text()
+  if (text.length === 0 && optional) return undefined
+  const type = c.req.header('content-type') ?? ''
+  if (!isJson(type)) {
+    throw new InferenceError(415, `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`, {}, 'unsupported_media_type')
+  }
+  if (text.length === 0) throw badRequest('request body is empty; expected a JSON object')
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw badRequest(`malformed JSON: ${(err as Error).message}`)
+  }
+}
+
+/** `readJsonBody` as a middleware: the body goes into `c.var.body`. */
+export const requireJson = (options: RequireJsonOptions): MiddlewareHandler<BackendEnv> =>
   async function requireJson(c, next) {
-    const declared = c.req.header('content-length')
-    if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes)
-    const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
-    if (encoding && encoding !== 'identity') {
-      throw new InferenceError(415, `unsupported Content-Encoding ${quoteInput(encoding)}; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
-    }
-    const body = declared === undefined && c.req.header('transfer-encoding') !== undefined ? c.req.raw.body : null
-    const text = body ? await readCapped(body, maxBytes) : await c.req.text()
-    if (text.length === 0 && optional) {
-      c.set('body', undefined)
-      return next()
-    }
-    const type = c.req.header('content-type') ?? ''
-    if (!isJson(type)) {
-      throw new InferenceError(415, `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`, {}, 'unsupported_media_type')
-    }
-    if (text.length === 0) throw badRequest('request body is empty; expected a JSON object')
-    try {
-      c.set('body', JSON.parse(text))
-    } catch (err) {
-      throw badRequest(`malformed JSON: ${(err as Error).message}`)
-    }
+    c.set('body', await readJsonBody(c, options))
     await next()
   }
