@@ -76,7 +76,7 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
       // The methods the API has; If-Match and ETag so that a page on an allowed origin can PUT a rollout.
       allowMethods: ['GET', 'HEAD', 'POST', 'PUT'],
       allowHeaders: ['authorization', 'x-api-key', 'content-type', 'if-match', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],
-      exposeHeaders: ['etag', 'x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      exposeHeaders: ['etag', 'x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'x-canary-fallback', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
       maxAge: 600,
     }))
     .then(apiSecureHeaders())

@@ -4,6 +4,7 @@ import { isRecord } from '../format.ts'
 import type { Isolate } from '../isolate.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
+import { type CanaryFallbackOptions, withCanaryFallback } from '../pipeline/forward/canary-fallback.ts'
 import { deadlineAt } from '../pipeline/forward/deadline.ts'
 import { SERVED_BY_HEADER, servedBy } from '../pipeline/forward/fallback-transport.ts'
 import type { ModelVariables } from '../pipeline/model/index.ts'
@@ -16,30 +17,32 @@ import { Problem } from '../problem.ts'
 export interface InferOptions {
   defaultDeadlineMs?: number
   maxDeadlineMs?: number
+  /** How a canary's failed call falls back to stable. */
+  canaryFallback?: CanaryFallbackOptions
 }
 
-type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVariables & RouteVariables & { isolate: Pick<Isolate, 'transport'> }
+type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVariables & RouteVariables & { isolate: Pick<Isolate, 'transport' | 'requestMetrics'> }
 
 /**
  * `POST /v2/models/{m}[/versions/{v}]/infer`: Open Inference Protocol pass-through for tensor
  * clients, for every model the backend serves (a feature spec or not), after the same auth,
  * limits and routing as predict. The backend checks the tensors; the edge only makes sure it
- * forwards an infer request at all.
+ * forwards an infer request at all. A canary's error is retried on stable as on predict; its
+ * outputs are passed on as they are (the edge does not know which tensor is a prediction, and
+ * the protocol carries non-finite values a model may mean to send).
  */
-export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: InferOptions = {}): Responder<InferNeeds> =>
+export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: InferOptions = {}): Responder<InferNeeds> =>
   async function infer(c) {
     const body: unknown = jsonBody(c.get('bodyText'))
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
       throw new Problem(400, 'Bad Request', 'an infer request is a JSON object with an "inputs" array', { slug: 'invalid-tensor-request' })
     }
-    const response = await c.get('isolate').transport.infer({
-      model: c.get('model').name,
-      version: c.get('assignment').version,
-      request: { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : c.get('requestId') },
-      requestId: c.get('requestId'),
-      deadlineAt: deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs),
-      traceparent: c.get('traceparent'),
-    })
+    const { transport } = c.get('isolate')
+    const model = c.get('model').name
+    const requestId = c.get('requestId')
+    const request = { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : requestId }
+    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
+    const response = await withCanaryFallback(c, deadline, (version, at, traceparent) => transport.infer({ model, version, request, requestId, deadlineAt: at, traceparent }), canaryFallback)
     const res = c.json(response)
     res.headers.set(SERVED_BY_HEADER, servedBy(response))
     return res

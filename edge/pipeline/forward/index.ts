@@ -4,11 +4,13 @@ import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
 import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import type { PredictableModel } from '../model/catalog.ts'
+import { type Prediction, predictionsOf } from '../respond/predictions.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
 import type { TraceVariables } from '../trace/index.ts'
 import type { ValidateVariables } from '../validate/index.ts'
+import { type CanaryFallbackOptions, withCanaryFallback } from './canary-fallback.ts'
 import { deadlineAt } from './deadline.ts'
 import { dedupeInstances } from './dedupe.ts'
 
@@ -17,6 +19,8 @@ export interface Inference {
   /** The tensor request as sent: one row per distinct instance. */
   request: InferRequest
   response: InferResponse
+  /** One per row sent, decoded from `response` (finite and well-shaped, or the call failed). */
+  predictions: Prediction[]
   /** For each instance of the request, the row of its answer. */
   indexOf: number[]
   /** Distinct rows sent. */
@@ -34,12 +38,14 @@ export interface ForwardVariables {
 export type ForwardNeeds = RequestIdVariables &
   TraceVariables &
   ValidateVariables &
-  RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport'> }
+  RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport' | 'requestMetrics'> }
 
 export interface ForwardOptions {
   /** Deadline when the client sends no X-Request-Deadline-Ms. */
   defaultDeadlineMs?: number
   maxDeadlineMs?: number
+  /** How a canary's failed call falls back to stable. */
+  canaryFallback?: CanaryFallbackOptions
 }
 
 const widths = new WeakMap<FeatureSpec, number>()
@@ -53,9 +59,10 @@ const widthOf = (spec: FeatureSpec): number => {
 /**
  * Packs the distinct instances into one tensor and sends it as one batch to the version the
  * request was routed to, through the isolate's transport (HTTP backend, circuit breaker, Lambda
- * fallback), within the caller's deadline counted from arrival.
+ * fallback), within the caller's deadline counted from arrival, and decodes the answer: a
+ * canary's error or non-finite output is retried on stable (`withCanaryFallback`).
  */
-export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
+export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
   async function forward(c, next) {
     const model = c.get('model')
     const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
@@ -75,13 +82,15 @@ export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000 }: 
     // Counted from arrival: time spent in auth, limits, enrichment and a cold catalog is the client's too.
     const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
-    const response = await c.get('isolate').transport.infer({
-      model: model.name, version: c.get('assignment').version, request, requestId, deadlineAt: deadline, traceparent: c.get('traceparent'),
-    }).catch((err: unknown) => {
-      // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
-      if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
-      throw err
-    })
-    c.set('inference', { request, response, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: Date.now() - forwarded })
+    const { transport } = c.get('isolate')
+    const { response, predictions } = await withCanaryFallback(c, deadline, async (version, deadlineAt, traceparent) => {
+      const answer = await transport.infer({ model: model.name, version, request, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
+        // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
+        if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
+        throw err
+      })
+      return { response: answer, predictions: predictionsOf(answer, model, unique.length) }
+    }, canaryFallback)
+    c.set('inference', { request, response, predictions, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: Date.now() - forwarded })
     await next()
   }

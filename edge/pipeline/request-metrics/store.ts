@@ -31,6 +31,7 @@ export const BUCKET = 'bucket'
 /** Durations summed in whole microseconds: integer increments add exactly, in Redis as here. */
 export const SUM_US = 'sum_us'
 export const DECISIONS = 'decisions'
+export const FALLBACKS = 'canary_fallbacks'
 
 export const field = (...parts: ReadonlyArray<string | number>): string => parts.join(SEPARATOR)
 export const fieldParts = (name: string): string[] => name.split(SEPARATOR)
@@ -102,7 +103,7 @@ const add = (tally: Tally, name: string, delta: number): void => {
 }
 
 /**
- * The edge's request and rollout-decision counts. Recording is synchronous and touches only the
+ * The edge's request, canary-fallback and rollout-decision counts. Recording is synchronous and touches only the
  * isolate's memory: with Redis, the deltas go out in one pipelined batch at most every
  * `flushEveryMs` (sooner when many fields changed), in the background of a request, so Redis is
  * never on a request's path. A flush that fails or times out puts its deltas back for the next
@@ -158,6 +159,11 @@ export class RequestMetrics {
     add(this.#counts, field(REQUESTS, model, version, variant, code, servedBy), 1)
     add(this.#counts, field(BUCKET, model, version, variant, bucketOf(seconds)), 1)
     add(this.#counts, field(SUM_US, model, version, variant), Math.round(seconds * 1e6))
+  }
+
+  /** A canary's failed call retried on stable: `version` is the canary's. */
+  canaryFallback(model: string, version: string, reason: string): void {
+    add(this.#counts, field(FALLBACKS, model, version, reason), 1)
   }
 
   decision(model: string, action: string): void {

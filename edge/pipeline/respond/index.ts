@@ -1,5 +1,4 @@
 import { HEADERS } from '../../../shared/headers.ts'
-import type { InferResponse } from '../../../shared/protocol.ts'
 import { inBackground } from '../../background.ts'
 import { Problem } from '../../problem.ts'
 import { SERVED_BY_HEADER, servedBy } from '../forward/fallback-transport.ts'
@@ -9,41 +8,9 @@ import type { Isolate } from '../../isolate.ts'
 import type { PredictableModel } from '../model/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
+import { type Prediction, predictionsOf } from './predictions.ts'
 
 type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>
-
-export interface Prediction {
-  label: string
-  probability: number
-  scores: Record<string, number>
-}
-
-/** Turns one row of class probabilities into the label the model's postprocess names. */
-export const toPrediction = (probabilities: readonly number[], post: PredictableModel['postprocess']): Prediction => {
-  if (probabilities.length !== post.labels.length || !probabilities.every(Number.isFinite)) {
-    throw new Problem(502, 'Bad Gateway', 'the model returned a non-finite or misshapen output; the request was not answered with it', { slug: 'bad-model-output' })
-  }
-  let best = 0
-  if (post.labels.length === 2 && post.threshold !== undefined) best = probabilities[1] >= post.threshold ? 1 : 0
-  else for (let i = 1; i < probabilities.length; i++) if (probabilities[i] > probabilities[best]) best = i
-  return {
-    label: post.labels[best],
-    probability: probabilities[best],
-    scores: Object.fromEntries(post.labels.map((label, i) => [label, probabilities[i]])),
-  }
-}
-
-/** The model's answer as one prediction per row, refusing misshapen or non-finite outputs. */
-const predictionsOf = (response: InferResponse, model: PredictableModel, rows: number): Prediction[] => {
-  const output = response.outputs.find((o) => o.name === model.postprocess.output)
-  const classes = model.postprocess.labels.length
-  if (!output || output.data.length !== rows * classes) {
-    throw new Problem(502, 'Bad Gateway', `the inference tier answered without ${rows} rows of "${model.postprocess.output}"`, { slug: 'bad-model-output' })
-  }
-  const predictions: Prediction[] = []
-  for (let r = 0; r < rows; r++) predictions.push(toPrediction(output.data.slice(r * classes, (r + 1) * classes) as number[], model.postprocess))
-  return predictions
-}
 
 /**
  * Sends the same rows to the shadow version and records how often it agrees with what the
@@ -69,18 +36,18 @@ const compareWithShadow = async ({ transport, requestMetrics }: ShadowParts, cal
 }
 
 /**
- * Ends `POST /v1/models/{model}/predict`: decodes the tier's answer into one prediction per
- * instance (duplicates fanned back out), starts the shadow comparison when the request has one,
+ * Ends `POST /v1/models/{model}/predict`: one prediction per instance from the decoded rows
+ * (duplicates fanned back out), starts the shadow comparison when the request has one,
  * and says which tier served it and where the time went.
  */
 export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate: ShadowParts }> =>
   function respond(c) {
     const model = c.get('model')
     const { version, variant, shadow } = c.get('assignment')
-    const { request, response, indexOf, rows: sent, deadlineAt, backendMs } = c.get('inference')
+    const { request, response, predictions: rows, indexOf, deadlineAt, backendMs } = c.get('inference')
     const receivedAt = c.get('receivedAt')
-    const rows = predictionsOf(response, model, sent)
-    if (shadow !== undefined) {
+    // A request that fell back to stable may now be served the shadow's version: nothing to compare.
+    if (shadow !== undefined && shadow !== version) {
       // The client has its answer: the shadow gets a budget as long as the client's, from now.
       const call = {
         model: model.name, version: shadow, request: { ...request, id: `${request.id}:shadow` }, requestId: c.get('requestId'),

@@ -6,15 +6,26 @@ import { Problem } from '../../problem.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Stage } from '../stage.ts'
 import type { ValidateVariables } from '../validate/index.ts'
+import type { FallbackReason } from '../forward/canary-fallback.ts'
 import type { Reroutes } from './reroutes.ts'
-import { assignArm, inShadow, pinnable, standInFor, type Assignment, type Rollout } from '../../rollout/rollout.ts'
+import { assignArm, canaryArms, inShadow, pinnable, standInFor, type Arm, type Assignment, type Rollout } from '../../rollout/rollout.ts'
 import { defaultRollout } from '../../rollout/store.ts'
 import { quoteInput } from '../../../shared/quote-input.ts'
 
+export interface RoutedAssignment extends Assignment {
+  /** For a request the rollout sent to its canary: the baseline arm a failed canary call is retried on. */
+  stable?: Pick<Arm, 'variant' | 'version'>
+  /** Set when the canary failed and stable answered (or was tried) instead: why. */
+  canaryFallback?: FallbackReason
+}
+
 export interface RouteVariables {
   /** Which version and variant serve this request, and why. */
-  assignment: Assignment
+  assignment: RoutedAssignment
 }
+
+/** Set (`1`) on an answer from stable to a request whose canary call failed. */
+export const CANARY_FALLBACK_HEADER = 'x-canary-fallback'
 
 /** The predict input is there on predict (its entity id is the sticky key), not on tensor routes. */
 type RouteNeeds = ModelVariables & RequestIdVariables & Partial<ValidateVariables> & { isolate: Pick<Isolate, 'rollouts' | 'reroutes'> }
@@ -36,9 +47,20 @@ const servedAssignment = (sticky: Assignment, rollout: Rollout, revision: number
 }
 
 /**
+ * The stable arm a canary's request falls back to: the canary's baseline, when the request's
+ * sticky arm is the canary and the backend serves the baseline's version.
+ */
+export const fallbackFor = (rollout: Rollout, assigned: Assignment, served: readonly number[]): RoutedAssignment['stable'] => {
+  const arms = canaryArms(rollout)
+  if (!arms || assigned.by !== 'sticky' || assigned.variant !== arms.canary.variant || assigned.version === arms.baseline.version) return undefined
+  return served.includes(arms.baseline.version) ? { variant: arms.baseline.variant, version: arms.baseline.version } : undefined
+}
+
+/**
  * Picks the version that serves a request: a pin header wins, else the sticky arm of (entity
  * id, else X-Experiment-Key, else the request id), so a user stays in one arm while weights hold.
- * The response names the version and variant (`X-Model-Version`, `X-Variant`).
+ * The response names the version and variant (`X-Model-Version`, `X-Variant`), and
+ * `X-Canary-Fallback: 1` when a canary's failed call was retried on stable.
  */
 export const route = ({ experimentHeader = 'x-experiment-key' }: RouteOptions = {}): Stage<RouteNeeds, RouteVariables> =>
   async function route(c, next) {
@@ -64,13 +86,17 @@ export const route = ({ experimentHeader = 'x-experiment-key' }: RouteOptions = 
     } else {
       const entity = c.get('predict')?.entity
       const key = (entity && Object.values(entity)[0]) ?? c.req.header(experimentHeader) ?? c.get('requestId')
-      const assignment = servedAssignment(assignArm(rollout, name, key), rollout, stored?.revision ?? 0, model, reroutes)
-      const shadow = rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, name, key) ? rollout.shadow.version : undefined
-      c.set('assignment', shadow === undefined ? assignment : { ...assignment, shadow })
+      // A fresh object either way (assignArm's or the stand-in's): filled in place.
+      const assignment: RoutedAssignment = servedAssignment(assignArm(rollout, name, key), rollout, stored?.revision ?? 0, model, reroutes)
+      if (rollout.shadow && rollout.shadow.version !== assignment.version && inShadow(rollout, name, key)) assignment.shadow = rollout.shadow.version
+      const stable = fallbackFor(rollout, assignment, model.versions)
+      if (stable !== undefined) assignment.stable = stable
+      c.set('assignment', assignment)
     }
     await next()
     // Also on a failed forward: which version was tried is what its caller needs to know.
-    const { version, variant } = c.get('assignment')
+    const { version, variant, canaryFallback } = c.get('assignment')
     c.res.headers.set(HEADERS.modelVersion, String(version))
     c.res.headers.set(HEADERS.variant, variant)
+    if (canaryFallback !== undefined) c.res.headers.set(CANARY_FALLBACK_HEADER, '1')
   }
