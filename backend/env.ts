@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { Span } from '@opentelemetry/api'
 import type { Logger } from './logger.ts'
 import type { ModelManager } from './loader/model-manager.ts'
@@ -17,6 +18,8 @@ export interface BackendDeps {
 
 /** Hono environment of the backend app. */
 export interface BackendEnv {
+  /** What @hono/node-server passes the app; absent under `app.request()`. */
+  Bindings: { incoming?: IncomingMessage } | undefined
   Variables: {
     /** The infer body, parsed by `requireJson`. */
     body: unknown

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url'
 import { sha256 } from '../repository/manifest.ts'
 import type { WorkerInit, WorkerReply, WorkerRequest } from './messages.ts'
 import { ModelSession } from './session.ts'
-import type { TensorMap } from './tensor.ts'
+import { compactForTransfer, type TensorMap } from './tensor.ts'
 
 /**
  * Where sessions run. `worker`: one thread per instance, so a long run never holds the event
@@ -168,7 +168,7 @@ class ThreadInstance implements Instance {
     const id = ++this.nextId
     return new Promise((resolve, reject) => {
       this.pending = { resolve, reject }
-      const message: WorkerRequest = { type: 'run', id, feeds, outputs }
+      const message: WorkerRequest = { type: 'run', id, feeds: compactForTransfer(feeds), outputs }
       this.worker.postMessage(message)
     })
   }

@@ -44,8 +44,60 @@ export const allocate = (datatype: Datatype, length: number): TensorValues => {
   }
 }
 
+type NumericDatatype = Exclude<Datatype, 'BYTES'>
+type TypedArrayOf = new (buffer: ArrayBuffer, byteOffset: number, length: number) => Exclude<TensorValues, string[]>
+
+const ARRAY_TYPES: Record<NumericDatatype, TypedArrayOf & { BYTES_PER_ELEMENT: number }> = {
+  FP32: Float32Array, FP64: Float64Array, INT8: Int8Array, UINT8: Uint8Array, BOOL: Uint8Array,
+  INT16: Int16Array, UINT16: Uint16Array, FP16: Uint16Array, INT32: Int32Array, UINT32: Uint32Array,
+  INT64: BigInt64Array, UINT64: BigUint64Array,
+}
+
+const SLAB_BYTES = 64 * 1024
+let slab = new ArrayBuffer(SLAB_BYTES)
+let slabUsed = 0
+
+/**
+ * Zeroed storage for one request's tensor, carved from a shared slab: a backing store of its
+ * own per request is the dearest allocation on the hot path (V8 keeps only arrays of up to 64
+ * bytes on its heap, and every other one costs a malloc and a finalizer). A slab is freed when
+ * the last tensor carved from it is; large tensors get a buffer of their own.
+ */
+export const allocateCarved = (datatype: Datatype, length: number): TensorValues => {
+  if (datatype === 'BYTES') return allocate(datatype, length)
+  const type = ARRAY_TYPES[datatype]
+  const bytes = length * type.BYTES_PER_ELEMENT
+  if (bytes > SLAB_BYTES / 8) return allocate(datatype, length)
+  let at = (slabUsed + 7) & ~7
+  if (at + bytes > SLAB_BYTES) {
+    slab = new ArrayBuffer(SLAB_BYTES)
+    at = 0
+  }
+  slabUsed = at + bytes
+  return new type(slab, at, length)
+}
+
+/**
+ * The tensors as they should be posted to another thread: structured cloning copies a view's
+ * whole buffer, so a view into a larger one (a slab, a slice of a split request) is copied out.
+ */
+export const compactForTransfer = (tensors: TensorMap): TensorMap => {
+  let compacted: TensorMap | undefined
+  for (const name in tensors) {
+    const { data } = tensors[name]
+    if (Array.isArray(data) || data.byteLength === data.buffer.byteLength) continue
+    compacted ??= { ...tensors }
+    compacted[name] = { ...tensors[name], data: data.slice() }
+  }
+  return compacted ?? tensors
+}
+
 /** Elements per row: the product of the non-batch dims. */
-export const rowWidth = (dims: readonly number[]): number => dims.slice(1).reduce((a, b) => a * b, 1)
+export const rowWidth = (dims: readonly number[]): number => {
+  let width = 1
+  for (let i = 1; i < dims.length; i++) width *= dims[i]
+  return width
+}
 
 /** Concatenates the same-named tensors of several requests along the batch dimension. */
 export const concatRows = (parts: readonly HostTensor[]): HostTensor => {
@@ -72,7 +124,9 @@ export const sliceRows = (tensor: HostTensor, start: number, count: number): Hos
   const data = Array.isArray(tensor.data)
     ? tensor.data.slice(start * width, (start + count) * width)
     : (tensor.data as Float32Array).subarray(start * width, (start + count) * width)
-  return { datatype: tensor.datatype, dims: [count, ...tensor.dims.slice(1)], data }
+  const dims = tensor.dims.slice()
+  dims[0] = count
+  return { datatype: tensor.datatype, dims, data }
 }
 
 /** Largest finite IEEE 754 half-precision value. */
@@ -99,5 +153,9 @@ export const toJsonData = (tensor: HostTensor): Array<number | boolean | string>
   if (datatype === 'BOOL') return Array.from(data as Uint8Array, (v) => v !== 0)
   if (datatype === 'FP16') return fromHalfBits(data as Uint16Array)
   if (data instanceof BigInt64Array || data instanceof BigUint64Array) return Array.from(data, Number)
-  return Array.from(data as Float32Array)
+  // A plain loop: Array.from walks a typed array through its iterator.
+  const numbers = data as Float32Array
+  const values = new Array<number>(numbers.length)
+  for (let i = 0; i < numbers.length; i++) values[i] = numbers[i]
+  return values
 }

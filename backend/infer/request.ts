@@ -1,7 +1,7 @@
 import { FLOAT_DATATYPES, INTEGER_RANGES, type Datatype } from '../../shared/datatypes.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 import { badRequest } from '../errors.ts'
-import { FP16_MAX, allocate, toHalfBits, type TensorMap, type TensorValues } from '../executor/tensor.ts'
+import { FP16_MAX, allocateCarved, toHalfBits, type TensorMap, type TensorValues } from '../executor/tensor.ts'
 import type { ModelConfig, TensorConfig } from '../repository/model-config.ts'
 
 /** An infer request checked against its model and converted to tensors. */
@@ -199,7 +199,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
       throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
     }
     if (length > limits.maxElements) throw badRequest(`input "${declared.name}": shape [${shape}] has more elements than this request could carry`)
-    const data = allocate(declared.datatype, length)
+    const data = allocateCarved(declared.datatype, length)
     fill(raw.data, shape, declared, data)
     const inputRows = batched ? shape[0] : 1
     if (rows !== undefined && inputRows !== rows) throw badRequest(`inputs disagree on the batch dimension (${rows} vs ${inputRows})`)

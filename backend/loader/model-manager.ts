@@ -90,6 +90,19 @@ export class ModelManager {
     })
   }
 
+  /**
+   * The version that serves a request when one is resident and ready, without waiting a turn;
+   * undefined when `resolve` has to decide (load, refuse, explain).
+   */
+  resident(name: string, version?: string): ModelVersion | undefined {
+    if (this.shuttingDown) return undefined
+    const slot = this.slots.get(name)
+    if (!slot || slot.unloaded) return undefined
+    const chosen = this.pick(slot, parseVersion(version))
+    if (chosen) slot.config = slot.config ?? chosen.config
+    return chosen
+  }
+
   /** The version that serves a request; loads the model first if it is not resident. */
   async resolve(name: string, version?: string): Promise<ModelVersion> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)

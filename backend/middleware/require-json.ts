@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono'
 import { InferenceError, badRequest } from '../errors.ts'
 import type { BackendEnv } from '../env.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
+import { requestHeader } from '../request-header.ts'
 
 export interface RequireJsonOptions {
   /** Largest body accepted, in bytes (413 beyond). */
@@ -61,16 +62,16 @@ const readCapped = async (stream: ReadableStream<Uint8Array>, maxBytes: number):
  * body when `optional`.
  */
 export const readJsonBody = async (c: Context<BackendEnv>, { maxBytes, optional = false }: RequireJsonOptions): Promise<unknown> => {
-  const declared = c.req.header('content-length')
+  const declared = requestHeader(c, 'content-length')
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes)
-  const encoding = c.req.header('content-encoding')?.trim().toLowerCase()
+  const encoding = requestHeader(c, 'content-encoding')?.trim().toLowerCase()
   if (encoding && encoding !== 'identity') {
     throw new InferenceError(415, `unsupported Content-Encoding ${quoteInput(encoding)}; send uncompressed JSON`, { 'accept-encoding': 'identity' }, 'unsupported_media_type')
   }
-  const body = declared === undefined && c.req.header('transfer-encoding') !== undefined ? c.req.raw.body : null
+  const body = declared === undefined && requestHeader(c, 'transfer-encoding') !== undefined ? c.req.raw.body : null
   const text = body ? await readCapped(body, maxBytes) : await c.req.text()
   if (text.length === 0 && optional) return undefined
-  const type = c.req.header('content-type') ?? ''
+  const type = requestHeader(c, 'content-type') ?? ''
   if (!isJson(type)) {
     throw new InferenceError(415, `expected Content-Type application/json, got ${type ? quoteInput(type) : 'none'}`, {}, 'unsupported_media_type')
   }

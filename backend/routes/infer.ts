@@ -4,6 +4,7 @@ import { HEADERS } from '../../shared/headers.ts'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 import { serveInfer } from '../infer/serve.ts'
 import { readJsonBody } from '../middleware/require-json.ts'
+import { requestHeader } from '../request-header.ts'
 import { traceRequest } from '../middleware/trace-request.ts'
 
 /**
@@ -20,16 +21,17 @@ export const inferRoutes = ({ manager, metrics, settings, logger, tracing }: Bac
     const parsed = await readJsonBody(c, body)
     const arrived = performance.now()
     const model = c.req.param('model') as string
-    const served = await manager.resolve(model, c.req.param('version'))
+    const version = c.req.param('version')
+    const served = manager.resident(model, version) ?? (await manager.resolve(model, version))
     const { response, rows } = await serveInfer(served, parsed, {
       limits,
       arrived,
-      deadlineHeader: c.req.header(HEADERS.deadlineMs),
-      requestIdHeader: c.req.header(HEADERS.requestId),
+      deadlineHeader: requestHeader(c, HEADERS.deadlineMs),
+      requestIdHeader: requestHeader(c, HEADERS.requestId),
       metrics,
       span: c.get('requestSpan'),
     })
-    if (debug) logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: c.req.header(HEADERS.traceparent) })
+    if (debug) logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
     return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {

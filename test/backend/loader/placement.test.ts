@@ -69,6 +69,18 @@ describe('where a version runs its sessions', () => {
     await run
   })
 
+  it('a tensor that views part of a larger buffer runs as its own copy does, on either thread', async () => {
+    const shared = new Float32Array(64)
+    const view = shared.subarray(24, 32)
+    view.set(feeds.features.data)
+    const offset = { features: { ...feeds.features, data: view } }
+    for (const placement of ['main', 'worker'] as const) {
+      const executor = await start('tiny', { batching: true, placement })
+      const [a, b] = [await executor.run(offset, ['probabilities']), await executor.run(feeds, ['probabilities'])]
+      expect(Array.from(a.outputs.probabilities!.data as Float32Array)).toEqual(Array.from(b.outputs.probabilities!.data as Float32Array))
+    }
+  })
+
   it('a run that fails rejects on the main thread as on a thread', async () => {
     for (const batching of [true, false]) {
       const executor = await start('tiny', { batching, placement: 'main' })
