@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
+import { generateApplicants } from '../../tools/training/applicants.ts'
 import { createCanaryRepository } from './canary-repository.ts'
 import { canaryRollout, sendPinnedTraffic } from './canary-traffic.ts'
 
@@ -12,6 +13,8 @@ import { canaryRollout, sendPinnedTraffic } from './canary-traffic.ts'
  * 2 the same network (healthy), 3 scoring everyone 1.5 logits riskier, 4 emitting NaN — then
  * for each canary sends steady synthetic traffic through the edge to both arms, fires the
  * controller's Cron Trigger after each round, and prints every decision the controller makes.
+ * The NaN canary gets users as the rollout splits them (not pinned): its failed calls are
+ * answered from stable, and the demo counts the errors clients saw and the fallbacks.
  *
  * The controller runs with no dwell time and one clean window per step so the demo takes a
  * minute, not an hour; everything else (thresholds, 3 critical windows, NaN rule) is as deployed.
@@ -22,6 +25,8 @@ const EDGE_PORT = process.env.EDGE_PORT ?? '8887'
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
 const MODEL = 'credit-risk'
 const ROWS_PER_ROUND = 1_100
+/** Users per round of unpinned traffic, each its own sticky key, so that 1% of them is a few users. */
+const USERS_PER_ROUND = 550
 const MAX_ROUNDS = 8
 
 const say = (line: string) => process.stdout.write(`${line}\n`)
@@ -66,7 +71,32 @@ const main = async () => {
   const rollout = async () => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout
   const history = async () => ((await (await edge(`/v1/models/${MODEL}/rollout/history?limit=1`)).json()) as { entries: HistoryEntry[] }).entries
 
-  const act = async (title: string, stable: number, candidate: number) => {
+  /** One request per user, routed by the rollout: how many got each status, and how many were answered by stable after the canary failed. */
+  const users = async () => {
+    const rows = Math.ceil(ROWS_PER_ROUND / USERS_PER_ROUND)
+    const round = seed++
+    const { applicants } = generateApplicants(USERS_PER_ROUND * rows, round)
+    const statuses = new Map<number, number>()
+    let fallbacks = 0
+    for (let u = 0; u < USERS_PER_ROUND; u++) {
+      const res = await edge(`/v1/models/${MODEL}/predict`, {
+        method: 'POST',
+        body: JSON.stringify({ instances: applicants.slice(u * rows, (u + 1) * rows), entity: { user_id: `demo-user-${round}-${u}` } }),
+      })
+      await res.arrayBuffer()
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+      if (res.headers.get('x-canary-fallback') === '1') fallbacks++
+    }
+    const errors = [...statuses].filter(([code]) => code >= 400).reduce((sum, [, n]) => sum + n, 0)
+    return `users ${[...statuses].map(([code, n]) => `${n}×${code}`).join(' ')} (${errors} client-visible errors, ${fallbacks} answered by stable after a canary failure)`
+  }
+
+  const pinned = async (stable: number, candidate: number) => {
+    const statuses = [await traffic(stable), await traffic(candidate)].map((s) => [...s].map(([code, n]) => `${n}×${code}`).join(' '))
+    return `traffic stable ${statuses[0]}, canary ${statuses[1]}`
+  }
+
+  const act = async (title: string, stable: number, candidate: number, send: () => Promise<string> = () => pinned(stable, candidate)) => {
     say(`\n== ${title}: canary v${candidate} at 1% beside stable v${stable} ==`)
     const current = await edge(`/v1/models/${MODEL}/rollout`)
     const put = await edge(`/v1/models/${MODEL}/rollout`, {
@@ -77,14 +107,14 @@ const main = async () => {
     if (put.status !== 200) throw new Error(`starting the canary answered ${put.status}: ${await put.text()}`)
     let last: string | undefined
     for (let round = 1; round <= MAX_ROUNDS && (await rollout()).canary; round++) {
-      const statuses = [await traffic(stable), await traffic(candidate)].map((s) => [...s].map(([code, n]) => `${n}×${code}`).join(' '))
+      const sent = await send()
       await (await fetch(`${EDGE_URL}/__scheduled?cron=*+*+*+*+*`)).arrayBuffer()
       const [entry] = await history()
       const n = entry.numbers
       const numbers = n ? `psi ${n.psi === null ? '-' : n.psi.toFixed(3)} (critical ${n.psi_critical.toFixed(2)}), NaN ${n.canary.nan_outputs}, rows ${n.stable.rows}/${n.canary.rows}` : ''
       const line = entry.id === last ? 'no new decision' : `${entry.action.padEnd(8)} ${entry.from_weight}% → ${entry.to_weight}%  ${entry.reason}  [${numbers}]`
       last = entry.id
-      say(`round ${round}: traffic stable ${statuses[0]}, canary ${statuses[1]} → ${line}`)
+      say(`round ${round}: ${sent} → ${line}`)
     }
     say(`weights now: ${(await rollout()).arms.map((a) => `${a.variant} v${a.version} ${a.weight}%`).join(', ')}`)
   }
@@ -92,7 +122,7 @@ const main = async () => {
   try {
     await act('a healthy canary', 1, 2)
     await act('a canary that scores everyone riskier', 2, 3)
-    await act('a canary that emits NaN', 2, 4)
+    await act('a canary that emits NaN, users routed by the rollout', 2, 4, users)
     say(`\nThe whole history: curl -s ${EDGE_URL}/v1/models/${MODEL}/rollout/history -H 'x-api-key: <the key npm start printed>'`)
   } finally {
     await stack.stop()
