@@ -79,6 +79,7 @@ const headers: Record<string, JsonObject> = {
   XModelVersion: stringHeader('the model version that answered'),
   XVariant: stringHeader('the rollout arm the request was assigned to'),
   XServedBy: { description: 'which inference tier answered', schema: { type: 'string', enum: ['backend', 'lambda'] } },
+  XCanaryFallback: { description: 'present (1) when the canary arm failed and the request was answered by the stable arm instead', schema: { type: 'string', enum: ['1'] } },
   ServerTiming: stringHeader('edge;dur=<ms>, backend;dur=<ms>'),
   XInputNormalized: integerHeader('how many input values the edge repaired (whitespace, percent-encoding, numeric strings, …) before validating'),
   XFeaturesDegraded: { description: '"1" when entity features were unavailable and defaults were used', schema: { type: 'string', enum: ['1'] } },
@@ -95,6 +96,7 @@ const headerField: Record<HeaderName, string> = {
   XModelVersion: 'X-Model-Version',
   XVariant: 'X-Variant',
   XServedBy: 'X-Served-By',
+  XCanaryFallback: 'X-Canary-Fallback',
   ServerTiming: 'Server-Timing',
   XInputNormalized: 'X-Input-Normalized',
   XFeaturesDegraded: 'X-Features-Degraded',
@@ -228,7 +230,7 @@ const inferOperation = (operationId: string, summary: string, names: ParameterNa
   guard: 'predict',
   parameters: [...names, 'ModelVersionPin', 'ExperimentKey', 'DeadlineMs'],
   body: ref('InferRequest'),
-  answers: { '200': ok('the backend\'s infer response', ref('InferResponse'), ['XModelVersion', 'XVariant', ...RATE_LIMIT]) },
+  answers: { '200': ok('the backend\'s infer response', ref('InferResponse'), ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', ...RATE_LIMIT]) },
   problems: [...BODY_PROBLEMS, ...TIER_PROBLEMS],
 })
 
@@ -317,7 +319,7 @@ const operations: Record<string, Record<string, OperationSpec>> = {
       parameters: ['Model', 'ModelVersionPin', 'ExperimentKey', 'DeadlineMs'],
       body: ref('PredictRequest'),
       answers: {
-        '200': ok('one prediction per instance', ref('PredictResponse'), ['XModelVersion', 'XVariant', 'XServedBy', 'ServerTiming', 'XInputNormalized', 'XFeaturesDegraded', ...RATE_LIMIT]),
+        '200': ok('one prediction per instance', ref('PredictResponse'), ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', 'ServerTiming', 'XInputNormalized', 'XFeaturesDegraded', ...RATE_LIMIT]),
       },
       problems: [...BODY_PROBLEMS, 422, ...TIER_PROBLEMS],
     },

@@ -1115,6 +1115,8 @@ export interface components {
         XVariant: string;
         /** @description which inference tier answered */
         XServedBy: "backend" | "lambda";
+        /** @description present (1) when the canary arm failed and the request was answered by the stable arm instead */
+        XCanaryFallback: "1";
         /** @description edge;dur=<ms>, backend;dur=<ms> */
         ServerTiming: string;
         /** @description how many input values the edge repaired (whitespace, percent-encoding, numeric strings, …) before validating */
@@ -1369,6 +1371,7 @@ export interface operations {
                     "X-Model-Version": components["headers"]["XModelVersion"];
                     "X-Variant": components["headers"]["XVariant"];
                     "X-Served-By": components["headers"]["XServedBy"];
+                    "X-Canary-Fallback": components["headers"]["XCanaryFallback"];
                     "Server-Timing": components["headers"]["ServerTiming"];
                     "X-Input-Normalized": components["headers"]["XInputNormalized"];
                     "X-Features-Degraded": components["headers"]["XFeaturesDegraded"];
@@ -1580,6 +1583,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "X-Model-Version": components["headers"]["XModelVersion"];
                     "X-Variant": components["headers"]["XVariant"];
+                    "X-Served-By": components["headers"]["XServedBy"];
+                    "X-Canary-Fallback": components["headers"]["XCanaryFallback"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
@@ -1633,6 +1638,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "X-Model-Version": components["headers"]["XModelVersion"];
                     "X-Variant": components["headers"]["XVariant"];
+                    "X-Served-By": components["headers"]["XServedBy"];
+                    "X-Canary-Fallback": components["headers"]["XCanaryFallback"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
