@@ -35,7 +35,8 @@ const unreadable = (err: unknown) => unavailable(`drift counts could not be read
 
 /**
  * The drift report of a served version over the last `minutes`, with the alert rule run over
- * the windows of the same length before it (as many as the retained minutes hold, at most 6).
+ * the windows of the same length before it (as many as the retained minutes hold, at most 6),
+ * each listed with its verdict: `?window=30m` gives the last 3 hours.
  */
 export const versionDriftReport = async (served: ModelVersion, minutes: number, now = Date.now()): Promise<DriftReport> => {
   const counter = counterOf(served)

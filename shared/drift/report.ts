@@ -5,16 +5,36 @@ export const verdict = z.enum(['ok', 'warning', 'critical', 'insufficient'])
 
 export type Verdict = z.infer<typeof verdict>
 
+/** One of the consecutive windows a report evaluated, with its own statistic and verdict. */
+export const driftWindow = z.object({
+  from_minute: z.number().int().describe('minutes since the epoch, inclusive'),
+  to_minute: z.number().int().describe('minutes since the epoch, inclusive'),
+  rows: z.number().nonnegative(),
+  psi: z.number().nonnegative(),
+  verdict,
+})
+
+export type DriftWindow = z.infer<typeof driftWindow>
+
+const windows = z.array(driftWindow).describe("the consecutive windows evaluated, oldest first; the last is the report's current one")
+
 /**
  * The part of a version's drift report (`GET /v2/models/{m}/versions/{v}/drift`) that the edge's
- * rollout controller acts on. The backend's report type extends it; the edge checks a report on
- * arrival with it, since a misread number could roll a version back.
+ * rollout controller acts on, and the per-window history the console draws. The backend's report
+ * type extends it; the edge checks a report on arrival with it, since a misread number could roll
+ * a version back. The history is optional here so an edge still reads a backend that sends none.
  */
 export const controllerDriftReport = z.object({
   version: z.number().int().positive(),
   rows: z.number().nonnegative(),
   dataset: z.object({ verdict }),
-  prediction: z.object({ counts: z.array(z.number().nonnegative()), nan_outputs: z.number().nonnegative() }),
+  features: z.array(z.object({ name: z.string(), verdict, windows }).loose()).optional(),
+  prediction: z.object({
+    counts: z.array(z.number().nonnegative()),
+    nan_outputs: z.number().nonnegative(),
+    windows: windows.optional(),
+    baseline_counts: z.array(z.number().nonnegative()).optional().describe("the baseline's rows per prediction bin, the bins of `counts`"),
+  }),
   health: z.object({ requests: z.number().nonnegative(), errors: z.number().nonnegative(), p95_ms: z.number().nonnegative().nullable() }),
 })
 

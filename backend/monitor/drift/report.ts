@@ -1,4 +1,4 @@
-import type { ControllerDriftReport, Verdict } from '../../../shared/drift/report.ts'
+import type { ControllerDriftReport, DriftWindow, Verdict } from '../../../shared/drift/report.ts'
 import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
 import { psiReference, type DriftThresholds } from './baseline-format.ts'
 import type { DriftCounts, FeatureCounts } from './counts.ts'
@@ -17,7 +17,8 @@ export interface Rate {
   delta: number
 }
 
-export interface DistributionDrift {
+/** Type aliases, not interfaces: the shared contract's loose feature object needs their implicit index signature. */
+export type DistributionDrift = {
   rows: number
   psi: number
   js_distance: number
@@ -27,9 +28,11 @@ export interface DistributionDrift {
   consecutive_critical: number
   /** The alert rule's state: on after 3 critical windows in a row, off after 3 clean ones. */
   alerting: boolean
+  /** Every window evaluated, oldest first, each with its own PSI and verdict; the last is the current one. */
+  windows: DriftWindow[]
 }
 
-export interface FeatureDrift extends DistributionDrift {
+export type FeatureDrift = DistributionDrift & {
   name: string
   kind: FeatureCounts['kind']
   important: boolean
@@ -49,7 +52,8 @@ export interface DriftReport extends ControllerDriftReport {
   rows: number
   dataset: { verdict: Verdict; critical_features: string[]; alerting: boolean; alerting_features: string[] }
   features: FeatureDrift[]
-  prediction: DistributionDrift & { counts: number[]; class_counts: [number, number]; nan_outputs: number }
+  /** `counts` are the current window's rows per prediction bin; `baseline_counts` the baseline's over the same bins. */
+  prediction: DistributionDrift & { counts: number[]; baseline_counts: number[]; class_counts: [number, number]; nan_outputs: number }
   health: {
     requests: number
     errors: number
@@ -77,16 +81,20 @@ const sum = (counts: readonly number[]): number => counts.reduce((a, b) => a + b
 export const verdictOf = (rows: number, statistic: number, { warning, critical }: Pick<DriftThresholds, 'warning' | 'critical'>): Verdict =>
   rows < MIN_WINDOW_ROWS ? 'insufficient' : statistic >= critical ? 'critical' : statistic >= warning ? 'warning' : 'ok'
 
+/** A window's span, the minutes its counts cover. */
+type Span = Pick<DriftCounts, 'from_minute' | 'to_minute'>
+
 /** PSI and its verdict for each window (oldest first), with the alert rule run over them. */
-const distribution = (reference: readonly number[], windows: readonly (readonly number[])[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>): DistributionDrift => {
+const distribution = (reference: readonly number[], windows: readonly (readonly number[])[], spans: readonly Span[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>): DistributionDrift => {
   let state: AlertState = alertRule.initial
-  let last: { rows: number; psi: number; verdict: Verdict } | undefined
-  for (const observed of windows) {
+  const history = windows.map((observed, i): DriftWindow => {
     const rows = sum(observed)
     const value = psi(reference, observed)
-    last = { rows, psi: value, verdict: verdictOf(rows, value, thresholds) }
-    state = alertRule.next(state, last.verdict)
-  }
+    const verdict = verdictOf(rows, value, thresholds)
+    state = alertRule.next(state, verdict)
+    return { from_minute: spans[i].from_minute, to_minute: spans[i].to_minute, rows, psi: value, verdict }
+  })
+  const last = history[history.length - 1]
   if (!last) throw new RangeError('a drift report needs at least one window')
   const current = windows[windows.length - 1]
   return {
@@ -97,10 +105,11 @@ const distribution = (reference: readonly number[], windows: readonly (readonly 
     verdict: last.verdict,
     consecutive_critical: state.critical,
     alerting: state.alerting,
+    windows: history,
   }
 }
 
-const featureDrift = (baseline: ReportBaseline['features'][number], important: boolean, windows: readonly FeatureCounts[]): FeatureDrift => {
+const featureDrift = (baseline: ReportBaseline['features'][number], important: boolean, windows: readonly FeatureCounts[], spans: readonly Span[]): FeatureDrift => {
   const reference = psiReference(baseline)
   const vectors = windows.map(livePsiVector)
   const current = windows[windows.length - 1]
@@ -114,7 +123,7 @@ const featureDrift = (baseline: ReportBaseline['features'][number], important: b
     name: baseline.name,
     kind: current.kind,
     important,
-    ...distribution(reference, vectors, baseline.thresholds),
+    ...distribution(reference, vectors, spans, baseline.thresholds),
     chi_square: { statistic, df, p_value: pValue },
     missing_rate: { ...missing, delta: missing.observed - missing.reference },
   }
@@ -129,8 +138,8 @@ const featureDrift = (baseline: ReportBaseline['features'][number], important: b
 
 /**
  * The drift report of one version: `windows` are consecutive windows of equal length, oldest
- * first, the last one current. Each statistic and verdict is the current window's; the alert
- * rule runs over all of them, so the report needs no memory of earlier calls and every replica
+ * first, the last one current. Each statistic and verdict is the current window's, and each
+ * distribution lists every window's PSI and verdict as `windows`; the alert rule runs over them, so the report needs no memory of earlier calls and every replica
  * computes the same one. Thresholds are the baseline's, calibrated for 1,000-row windows: for a
  * bigger window they are conservative (the no-drift spread only shrinks with more rows).
  */
@@ -138,7 +147,7 @@ export const driftReport = (baseline: ReportBaseline, importantFeatures: Readonl
   const current = windows[windows.length - 1]
   if (!current) throw new RangeError('a drift report needs at least one window')
   const features = baseline.features.map((f, i) =>
-    featureDrift(f, importantFeatures.has(f.name), windows.map((w) => w.features[i])),
+    featureDrift(f, importantFeatures.has(f.name), windows.map((w) => w.features[i]), windows),
   )
   const critical = features.filter((f) => f.verdict === 'critical')
   const alerting = features.filter((f) => f.alerting)
@@ -171,8 +180,9 @@ export const driftReport = (baseline: ReportBaseline, importantFeatures: Readonl
     },
     features,
     prediction: {
-      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), baseline.prediction.thresholds),
+      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), windows, baseline.prediction.thresholds),
       counts: current.prediction.counts,
+      baseline_counts: baseline.prediction.counts,
       class_counts: current.prediction.class_counts,
       nan_outputs: current.prediction.nan_outputs,
     },

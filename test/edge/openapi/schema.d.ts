@@ -758,9 +758,40 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+            features?: ({
+                name: string;
+                /** @enum {string} */
+                verdict: "ok" | "warning" | "critical" | "insufficient";
+                /** @description the consecutive windows evaluated, oldest first; the last is the report's current one */
+                windows: {
+                    /** @description minutes since the epoch, inclusive */
+                    from_minute: number;
+                    /** @description minutes since the epoch, inclusive */
+                    to_minute: number;
+                    rows: number;
+                    psi: number;
+                    /** @enum {string} */
+                    verdict: "ok" | "warning" | "critical" | "insufficient";
+                }[];
+            } & {
+                [key: string]: unknown;
+            })[];
             prediction: {
                 counts: number[];
                 nan_outputs: number;
+                /** @description the consecutive windows evaluated, oldest first; the last is the report's current one */
+                windows?: {
+                    /** @description minutes since the epoch, inclusive */
+                    from_minute: number;
+                    /** @description minutes since the epoch, inclusive */
+                    to_minute: number;
+                    rows: number;
+                    psi: number;
+                    /** @enum {string} */
+                    verdict: "ok" | "warning" | "critical" | "insufficient";
+                }[];
+                /** @description the baseline's rows per prediction bin, the bins of `counts` */
+                baseline_counts?: number[];
             } & {
                 [key: string]: unknown;
             };

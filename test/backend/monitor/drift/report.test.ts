@@ -75,6 +75,43 @@ describe('driftReport', () => {
     expect(three.features[1]).toMatchObject({ consecutive_critical: 0, alerting: false })
   })
 
+  it('lists every window it evaluated, oldest first, each with its own PSI and verdict; the last is the current one', () => {
+    const thin: Window = { x: [0, 0, 10, 30, 50, 10], c: [0, 60, 38, 2, 0], p: [10, 90] }
+    const report = driftReport(baseline, new Set(), [counts(steady, 70), counts(thin, 85), counts({ ...shifted, p: [400, 600] }, 100)])
+    const [x, c] = report.features
+    expect(x.windows.map((w) => [w.from_minute, w.to_minute, w.rows, w.verdict])).toEqual([
+      [70, 84, 1000, 'ok'],
+      [85, 99, 100, 'insufficient'],
+      [100, 114, 1000, 'critical'],
+    ])
+    expect(x.windows[0].psi).toBeCloseTo(0, 12)
+    // The thin window moved far, yet 100 rows say nothing.
+    expect(x.windows[1].psi).toBeGreaterThan(x.thresholds.critical)
+    expect(x.windows[2]).toEqual({ from_minute: 100, to_minute: 114, rows: x.rows, psi: x.psi, verdict: x.verdict })
+    expect(c.windows.map((w) => w.verdict)).toEqual(['ok', 'insufficient', 'ok'])
+
+    // The prediction's history over the same windows, and the baseline's histogram beside the live one.
+    const { prediction } = report
+    expect(prediction.windows.map((w) => [w.from_minute, w.rows, w.verdict])).toEqual([[70, 1000, 'ok'], [85, 100, 'insufficient'], [100, 1000, 'critical']])
+    expect(prediction.windows[0].psi).toBeCloseTo(0, 12)
+    expect(prediction.windows[2]).toMatchObject({ psi: prediction.psi, verdict: prediction.verdict })
+    expect(prediction.counts).toEqual([400, 600])
+    expect(prediction.baseline_counts).toEqual([700, 300])
+  })
+
+  it('gives each window the verdict of its own PSI against the feature\'s thresholds', () => {
+    // x's PSI levels are 0.1 / 0.2, c's 0.1 / 0.25: c's PSI of about 0.2 is a warning, where on x it would be critical.
+    const moderate: Window = { x: [0, 0, 150, 400, 450, 0], c: [0, 380, 600, 20, 0] }
+    const report = driftReport(baseline, new Set(), [counts(shifted, 55), counts(moderate, 70), counts(steady, 85)])
+    for (const f of report.features) {
+      const expected = f.windows.map((w) => (w.psi >= f.thresholds.critical ? 'critical' : w.psi >= f.thresholds.warning ? 'warning' : 'ok'))
+      expect(f.windows.map((w) => w.verdict), f.name).toEqual(expected)
+    }
+    expect(report.features[0].windows.map((w) => w.verdict)).toEqual(['critical', 'warning', 'ok'])
+    expect(report.features[1].windows[1].psi).toBeGreaterThan(report.features[0].thresholds.critical)
+    expect(report.features[1].windows.map((w) => w.verdict)).toEqual(['ok', 'warning', 'ok'])
+  })
+
   it('makes the dataset critical when 30% of features are, or any important one is', () => {
     // 1 of 2 features is 50% ≥ 30%.
     expect(driftReport(baseline, new Set(), [counts(shifted)]).dataset).toMatchObject({ verdict: 'critical', critical_features: ['x'] })
@@ -105,6 +142,13 @@ describe('driftReport', () => {
     const wire = (report: DriftReport): unknown => JSON.parse(JSON.stringify(report))
     expect(controllerDriftReport.safeParse(wire(sent)).success).toBe(true)
     expect(controllerDriftReport.safeParse(wire(idle)).success).toBe(true)
+    // The history crosses the wire as the backend computed it; a backend that sends none is still read.
+    const parsed = controllerDriftReport.parse(wire(sent))
+    expect(parsed.features?.map((f) => f.windows)).toEqual(sent.features.map((f) => f.windows))
+    expect(parsed.prediction).toMatchObject({ windows: sent.prediction.windows, baseline_counts: [700, 300] })
+    const { windows: _w, baseline_counts: _b, ...olderPrediction } = sent.prediction
+    expect(controllerDriftReport.safeParse({ ...wire(sent) as object, features: undefined, prediction: olderPrediction }).success).toBe(true)
+    expect(controllerDriftReport.safeParse(wire({ ...sent, prediction: { ...sent.prediction, windows: [{ ...sent.prediction.windows[0], verdict: 'fine' as 'ok' }] } })).success).toBe(false)
 
     const monitorOf = (report: DriftReport) => new BackendMonitor({ baseUrl: 'http://backend', fetch: async () => Response.json(report) })
     expect(await monitorOf(sent).arm('m', 1, 15)).toEqual({
