@@ -10,7 +10,7 @@ import { SCENE_CONTROLLER, SCENE_VERSIONS, canaryRound, startCanary, type SceneE
  * `npm run console:screenshots`: one screenshot of each console view in docs/console/, taken on
  * `npm start`'s stack (its own ports, a scratch repository) after the demo's canary traffic has
  * stepped credit-risk v2 from 1% to 20% beside v1. The Actions view is shown with its rollback
- * confirmation open, not applied; the Drift view with one heatmap cell hovered. Everything it starts is stopped; every wait is bounded.
+ * confirmation open, not applied; the Drift view with the current window of one heatmap row hovered. Everything it starts is stopped; every wait is bounded.
  */
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const OUT = fileURLToPath(new URL('../docs/console/', import.meta.url))
@@ -73,7 +73,7 @@ const main = async () => {
       await page.click(`#tabs button[data-tab=${view}]`)
       await page.waitForSelector(`#view[data-view=${view}]`, WAIT)
       // The statistics behind one cell, as an operator hovering it sees them.
-      if (view === 'drift') await page.hover('.heatmap td.cell[data-window="15m"]')
+      if (view === 'drift') await page.hover('.heatmap tbody tr:first-child td.cell:last-child')
       if (view === 'actions') {
         await page.click('button[data-action=rollback]')
         await page.waitForSelector('#confirm[open]', WAIT)

@@ -7,6 +7,8 @@ export interface Series {
   values: number[]
   /** A name of the stylesheet's palette (--series-<name>). */
   color: string
+  /** Dash and gap lengths in pixels, for a reference line drawn beside the measured ones. */
+  dash?: number[]
 }
 
 const WIDTH = 560
@@ -22,7 +24,7 @@ const chart = (target: HTMLElement, x: number[], series: readonly Series[], axes
     cursor: { drag: { x: false, y: false } },
     scales: { x: xScale },
     axes: [{ label: axes.x, values: (_u, ticks) => ticks.map(xValue) }, { label: axes.y }],
-    series: [{ label: axes.x, value: (_u, v) => (v === null ? '' : xValue(v)) }, ...series.map((s) => ({ label: s.label, stroke: colour(s.color), width: 2, ...path(s) }))],
+    series: [{ label: axes.x, value: (_u, v) => (v === null ? '' : xValue(v)) }, ...series.map((s) => ({ label: s.label, stroke: colour(s.color), width: 2, ...(s.dash ? { dash: s.dash } : {}), ...path(s) }))],
   }, [x, ...series.map((s) => s.values)], target)
 
 /** Bars, one per x (a single distribution: batch sizes). */

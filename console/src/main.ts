@@ -1,7 +1,7 @@
 import './style.css'
 import { ApiError, createApi, type Api } from './api.ts'
 import { byId } from './dom.ts'
-import { loadSnapshot, type Snapshot } from './snapshot.ts'
+import { DEFAULT_DRIFT_WINDOW, loadSnapshot, type DriftWindowLength, type Snapshot } from './snapshot.ts'
 import { actionsView, type ActionContext } from './views/actions.ts'
 import { backendView } from './views/backend.ts'
 import { canaryView } from './views/canary.ts'
@@ -38,6 +38,7 @@ const dialog = byId<HTMLDialogElement>('confirm')
 let api: Api | undefined
 let snapshot: Snapshot | undefined
 let active: ViewName = 'models'
+let driftWindow: DriftWindowLength = DEFAULT_DRIFT_WINDOW
 let timer: ReturnType<typeof setInterval> | undefined
 let refreshing: Promise<void> | undefined
 /** When the last refresh started: a failing one is retried on the interval, not every second. */
@@ -70,7 +71,15 @@ const confirm = (title: string, note: string, text: string): Promise<boolean> =>
     dialog.showModal()
   })
 
-const context = (): ActionContext => ({ api: api!, refresh, confirm, notice: setNotice })
+const showDriftWindows = (length: DriftWindowLength) => {
+  driftWindow = length
+  // A refresh already under way asked for the old length: read again once it is done.
+  void refresh().then(() => {
+    if (snapshot && snapshot.driftWindow !== driftWindow) void refresh()
+  })
+}
+
+const context = (): ActionContext => ({ api: api!, refresh, confirm, notice: setNotice, showDriftWindows })
 
 const render = () => {
   if (!snapshot) return
@@ -107,7 +116,7 @@ async function refresh(): Promise<void> {
   if (!api) return
   const session = api
   if (!refreshing) attemptedAt = Date.now()
-  refreshing ??= loadSnapshot(session, snapshot?.selected.description.name ?? (modelSelect.value || undefined))
+  refreshing ??= loadSnapshot(session, snapshot?.selected.description.name ?? (modelSelect.value || undefined), driftWindow)
     .then((next) => {
       if (api !== session) return
       snapshot = next
@@ -135,7 +144,7 @@ login.addEventListener('submit', (event) => {
   if (!key) return
   loginError.textContent = ''
   const session = createApi(key)
-  loadSnapshot(session, undefined).then((first) => {
+  loadSnapshot(session, undefined, driftWindow).then((first) => {
     api = session
     snapshot = first
     attemptedAt = first.at

@@ -1,15 +1,18 @@
 import type { Api, BackendStats, DriftReport, HistoryEntry, ModelDescription, RolloutState } from './api.ts'
 
-/** The drift windows the heatmap shows, each ending now: its columns. */
+/**
+ * The window lengths the drift view offers. One report per version carries the consecutive
+ * windows its alert rule evaluated (up to 6), so the heatmap spans six of them.
+ */
 export const DRIFT_WINDOWS = [
-  { query: '5m', label: 'last 5 min' },
-  { query: '15m', label: 'last 15 min' },
-  { query: '1h', label: 'last 1 h' },
-  { query: '3h', label: 'last 3 h' },
+  { query: '15m', label: '15 min windows, last 90 min' },
+  { query: '30m', label: '30 min windows, last 3 h' },
 ] as const
 
-/** The window the histogram and health figures are read from (the drift API's default). */
-export const MAIN_WINDOW = '15m'
+export type DriftWindowLength = (typeof DRIFT_WINDOWS)[number]['query']
+
+/** The drift API's default length. */
+export const DEFAULT_DRIFT_WINDOW: DriftWindowLength = '15m'
 
 export interface ModelState {
   description: ModelDescription
@@ -20,8 +23,8 @@ export interface VersionDrift {
   version: number
   /** The arms serving this version, e.g. "stable 95%". */
   arms: string[]
-  /** One per DRIFT_WINDOWS entry, in order: the report, or why there is none. */
-  windows: Array<DriftReport | string>
+  /** The report over windows of the snapshot's length, or why there is none. */
+  report: DriftReport | string
 }
 
 /** Everything the views show, read in one refresh. */
@@ -30,6 +33,8 @@ export interface Snapshot {
   models: ModelState[]
   selected: ModelState
   history: HistoryEntry[]
+  /** The window length the drift reports were asked for. */
+  driftWindow: DriftWindowLength
   drift: VersionDrift[]
   /** The backend's stats, or why they could not be read. */
   backend: BackendStats | string
@@ -39,10 +44,10 @@ const reason = (err: unknown) => (err instanceof Error ? err.message : String(er
 
 /**
  * One refresh: every model's description and rollout, and for the selected model its history
- * and each arm version's drift report per window; the backend's stats beside. A refused key
- * fails the whole refresh; a missing drift report or backend stats shows as its reason.
+ * and each arm version's drift report over windows of `driftWindow` (one call per version); the
+ * backend's stats beside. A refused key fails the whole refresh; a missing drift report or backend stats shows as its reason.
  */
-export const loadSnapshot = async (api: Api, wanted: string | undefined): Promise<Snapshot> => {
+export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWindow: DriftWindowLength = DEFAULT_DRIFT_WINDOW): Promise<Snapshot> => {
   const names = await api.models()
   if (names.length === 0) throw new Error('the backend serves no models')
   const backend = api.backendStats().catch(reason)
@@ -55,8 +60,8 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined): Promis
     Promise.all(versions.map(async (version): Promise<VersionDrift> => ({
       version,
       arms: selected.state.rollout.arms.filter((a) => a.version === version).map((a) => `${a.variant} ${a.weight}%`),
-      windows: await Promise.all(DRIFT_WINDOWS.map((w) => api.drift(name, version, w.query).catch(reason))),
+      report: await api.drift(name, version, driftWindow).catch(reason),
     }))),
   ])
-  return { at: Date.now(), models, selected, history, drift, backend: await backend }
+  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend }
 }

@@ -1,7 +1,7 @@
 import { ApiError, type Api, type RolloutState } from '../api.ts'
 import { h, table } from '../dom.ts'
 import { blocker, planFor, FIRST_STEP, type ActionName } from '../plan.ts'
-import type { Snapshot } from '../snapshot.ts'
+import type { DriftWindowLength, Snapshot } from '../snapshot.ts'
 
 export interface ActionContext {
   api: Api
@@ -11,6 +11,8 @@ export interface ActionContext {
   confirm(title: string, note: string, text: string): Promise<boolean>
   /** Says how an action ended, where it stays visible across refreshes. */
   notice(text: string, failed?: boolean): void
+  /** Reads the drift reports again over windows of this length, and keeps it for later refreshes. */
+  showDriftWindows(length: DriftWindowLength): void
 }
 
 const LABELS: Record<ActionName, string> = {

@@ -1,44 +1,71 @@
 import { histogramChart, type Series } from '../charts.ts'
 import { fixed, h, ms, percent } from '../dom.ts'
 import type { DriftReport } from '../api.ts'
-import { DRIFT_WINDOWS, MAIN_WINDOW, type Snapshot, type VersionDrift } from '../snapshot.ts'
+import { DRIFT_WINDOWS, type DriftWindowLength, type Snapshot, type VersionDrift } from '../snapshot.ts'
+import type { ActionContext } from './actions.ts'
 
 type Feature = DriftReport['features'][number]
+type Window = Feature['windows'][number]
+/** A heatmap row: a feature, or the predictions (named as the backend's metrics name them). */
+type Row = { name: string; thresholds: Feature['thresholds']; windows: Window[]; current: string[] }
 
-/** What a cell says on hover: the statistics behind its verdict. */
-const statistic = (f: Feature, window: string): string => [
-  `${f.name} · ${window}: ${f.verdict}`,
-  `PSI ${fixed(f.psi)} (warning ${fixed(f.thresholds.warning)}, critical ${fixed(f.thresholds.critical)})`,
+const PREDICTION = '__prediction__'
+const MINUTE_MS = 60_000
+
+/** HH:MM in the operator's time zone, the same in every locale. */
+const clock = (minute: number) => {
+  const at = new Date(minute * MINUTE_MS)
+  return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`
+}
+/** A window's minutes as clock times; `to_minute` is inclusive, so it ends a minute later. */
+const span = (w: Window) => `${clock(w.from_minute)}–${clock(w.to_minute + 1)}`
+/** How long before the current window this one ended: "now" for the current one. */
+const ago = (w: Window, current: Window) => (w.to_minute === current.to_minute ? 'now' : `−${current.to_minute - w.to_minute} min`)
+
+/** The current window's statistics beyond PSI, which the report gives for it alone. */
+const featureDetail = (f: Feature): string[] => [
   `JS distance ${fixed(f.js_distance)}`,
-  f.ks ? `KS D ${fixed(f.ks.d)} (p ${fixed(f.ks.p_value, 4)})` : undefined,
+  f.ks ? `KS D ${fixed(f.ks.d)} (p ${fixed(f.ks.p_value, 4)})` : '',
   `χ² ${fixed(f.chi_square.statistic, 1)}, df ${f.chi_square.df} (p ${fixed(f.chi_square.p_value, 4)})`,
   `missing ${percent(f.missing_rate.observed)} (baseline ${percent(f.missing_rate.reference)})`,
-  `rows ${f.rows} · consecutive critical ${f.consecutive_critical}${f.alerting ? ' · ALERTING' : ''}`,
-].filter(Boolean).join('\n')
+  `consecutive critical ${f.consecutive_critical}${f.alerting ? ' · ALERTING' : ''}`,
+].filter(Boolean)
 
-/** Features down, windows across; each cell coloured by its verdict, the statistics on hover. */
-const heatmap = (drift: VersionDrift, detail: HTMLElement): HTMLElement => {
-  const reports = drift.windows.filter((w): w is DriftReport => typeof w !== 'string')
-  const features = reports[0]?.features.map((f) => f.name) ?? []
-  const head = h('tr', {}, h('th', {}, 'feature'), ...DRIFT_WINDOWS.map((w) => h('th', { attrs: { scope: 'col' } }, w.label)))
-  const rows = features.map((name) => h('tr', {}, h('th', { attrs: { scope: 'row' } }, name), ...drift.windows.map((report, i) => {
-    if (typeof report === 'string') return h('td', { class: 'cell unavailable', title: report, attrs: { 'data-verdict': 'unavailable' } }, '?')
-    const f = report.features.find((x) => x.name === name)!
-    const text = statistic(f, DRIFT_WINDOWS[i].label)
-    const cell = h('td', { class: `cell ${f.verdict}`, title: text, attrs: { 'data-verdict': f.verdict, 'data-feature': name, 'data-window': DRIFT_WINDOWS[i].query, tabindex: '0' } }, fixed(f.psi, 2))
+const rowsOf = (report: DriftReport): Row[] => [
+  ...report.features.map((f) => ({ name: f.name, thresholds: f.thresholds, windows: f.windows, current: featureDetail(f) })),
+  {
+    name: PREDICTION,
+    thresholds: report.prediction.thresholds,
+    windows: report.prediction.windows,
+    current: [`JS distance ${fixed(report.prediction.js_distance)}`, `NaN/Inf outputs ${report.prediction.nan_outputs}`, `consecutive critical ${report.prediction.consecutive_critical}${report.prediction.alerting ? ' · ALERTING' : ''}`],
+  },
+]
+
+/** What a cell says on hover: its window's PSI, rows and verdict; the current one says more. */
+const statistic = (row: Row, w: Window, current: Window): string => [
+  `${row.name} · ${span(w)} (${ago(w, current)}): ${w.verdict}`,
+  `PSI ${fixed(w.psi)} (warning ${fixed(row.thresholds.warning)}, critical ${fixed(row.thresholds.critical)})`,
+  `rows ${w.rows}`,
+  ...(w === row.windows[row.windows.length - 1] ? row.current : []),
+].join('\n')
+
+/** Features (and the predictions) down, the report's consecutive windows across, oldest first; each cell coloured by its verdict. */
+const heatmap = (version: number, report: DriftReport, detail: HTMLElement): HTMLElement => {
+  const spans = report.prediction.windows
+  const current = spans[spans.length - 1]
+  const head = h('tr', {}, h('th', {}, 'feature'), ...spans.map((w) => h('th', { attrs: { scope: 'col' }, title: `${w.from_minute}–${w.to_minute} (minutes since the epoch)` }, ago(w, current), h('br'), h('small', {}, span(w)))))
+  const rows = rowsOf(report).map((row) => h('tr', { class: row.name === PREDICTION ? 'prediction-row' : '' }, h('th', { attrs: { scope: 'row' } }, row.name === PREDICTION ? 'predictions' : row.name), ...row.windows.map((w, i) => {
+    const text = statistic(row, w, current)
+    const cell = h('td', { class: `cell ${w.verdict}`, title: text, attrs: { 'data-verdict': w.verdict, 'data-feature': row.name, 'data-window': String(i), 'data-from-minute': String(w.from_minute), tabindex: '0' } }, w.rows === 0 ? '·' : fixed(w.psi, 2))
     const show = () => { detail.textContent = text }
     cell.addEventListener('mouseenter', show)
     cell.addEventListener('focus', show)
     return cell
   })))
-  return h('table', { class: 'heatmap', attrs: { 'data-version': String(drift.version) } }, h('thead', {}, head), h('tbody', {}, ...rows))
+  return h('table', { class: 'heatmap', attrs: { 'data-version': String(version), 'data-window-minutes': String(report.window.minutes) } }, h('thead', {}, head), h('tbody', {}, ...rows))
 }
 
-const mainReport = (drift: VersionDrift): DriftReport | string => drift.windows[DRIFT_WINDOWS.findIndex((w) => w.query === MAIN_WINDOW)]
-
-const summary = (drift: VersionDrift): HTMLElement => {
-  const report = mainReport(drift)
-  if (typeof report === 'string') return h('p', { class: 'error' }, report)
+const summary = (report: DriftReport): HTMLElement => {
   const { health, dataset } = report
   return h('div', { class: 'summary' },
     h('p', {}, h('strong', {}, 'Dataset verdict: '), h('span', { class: `verdict ${dataset.verdict}`, attrs: { 'data-verdict': dataset.verdict } }, dataset.verdict),
@@ -48,17 +75,31 @@ const summary = (drift: VersionDrift): HTMLElement => {
   )
 }
 
-/** Each arm's predictions as shares of its rows, so arms of different weights compare. */
+const shares = (counts: readonly number[]): number[] => {
+  const total = counts.reduce((a, b) => a + b, 0)
+  return counts.map((c) => (total === 0 ? 0 : c / total))
+}
+
+/**
+ * Each arm's predictions in the current window, and the baselines they are measured against, as
+ * shares of their own rows so arms of different weights compare. Versions with the same baseline
+ * histogram share one baseline line.
+ */
 const predictionHistogram = (snapshot: Snapshot, target: HTMLElement) => {
   const { rollout } = snapshot.selected.state
-  const series: Series[] = []
+  const arms: Series[] = []
+  const baselines = new Map<string, { versions: number[]; values: number[] }>()
   for (const drift of snapshot.drift) {
-    const report = mainReport(drift)
+    const { report } = drift
     if (typeof report === 'string') continue
-    const total = report.prediction.counts.reduce((a, b) => a + b, 0)
     const isCanary = rollout.arms.some((a) => a.version === drift.version && a.variant === rollout.canary?.variant)
-    series.push({ label: `v${drift.version} (${drift.arms.join(', ')})`, values: report.prediction.counts.map((c) => (total === 0 ? 0 : c / total)), color: isCanary ? 'canary' : series.length === 0 ? 'stable' : 'other' })
+    arms.push({ label: `v${drift.version} (${drift.arms.join(', ')})`, values: shares(report.prediction.counts), color: isCanary ? 'canary' : arms.length === 0 ? 'stable' : 'other' })
+    const values = shares(report.prediction.baseline_counts)
+    const same = baselines.get(values.join())
+    if (same) same.versions.push(drift.version)
+    else baselines.set(values.join(), { versions: [drift.version], values })
   }
+  const series = [...arms, ...[...baselines.values()].map((b): Series => ({ label: `baseline (${b.versions.map((v) => `v${v}`).join(', ')})`, values: b.values, color: 'baseline', dash: [6, 4] }))]
   if (series.length === 0) return
   const bins = series[0].values.length
   // Each bin is drawn from its start to the next one's; the last one ends at 1.
@@ -66,20 +107,30 @@ const predictionHistogram = (snapshot: Snapshot, target: HTMLElement) => {
   histogramChart(target, edges, series.map((s) => ({ ...s, values: [...s.values, s.values[bins - 1]] })), { x: 'predicted probability', y: 'share of rows' }, (v) => v.toFixed(2))
 }
 
-/** Per arm version: the heatmap, the dataset verdict and health; the arms' prediction histograms together. */
-export const driftView = (snapshot: Snapshot): HTMLElement => {
+const windowPicker = (selected: DriftWindowLength, ctx: ActionContext): HTMLElement => {
+  const select = h('select', { attrs: { id: 'drift-window', 'aria-label': 'drift window length' } }, ...DRIFT_WINDOWS.map((w) => new Option(w.label, w.query, false, w.query === selected)))
+  select.addEventListener('change', () => ctx.showDriftWindows(select.value as DriftWindowLength))
+  return h('p', { class: 'drift-window' }, h('label', { attrs: { for: 'drift-window' } }, 'Windows: '), select)
+}
+
+const versionSection = (drift: VersionDrift, detail: HTMLElement): HTMLElement =>
+  h('section', { class: 'version-drift', attrs: { 'data-version': String(drift.version) } },
+    h('h2', {}, `v${drift.version} — ${drift.arms.join(', ')}`),
+    ...(typeof drift.report === 'string' ? [h('p', { class: 'error' }, drift.report)] : [summary(drift.report), heatmap(drift.version, drift.report, detail)]),
+  )
+
+/** Per arm version: the dataset verdict, health and the heatmap over time; the arms' prediction histograms with their baselines together. */
+export const driftView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement => {
   const detail = h('pre', { class: 'hover-detail', attrs: { 'aria-live': 'polite' } }, 'Hover a cell for its statistics.')
   const histogram = h('div', { class: 'chart prediction-chart' })
+  const minutes = snapshot.drift.map((d) => d.report).find((r): r is DriftReport => typeof r !== 'string')?.window.minutes
   const view = h('div', {},
-    h('h2', {}, `Predictions, last ${MAIN_WINDOW}: canary against stable`),
+    windowPicker(snapshot.driftWindow, ctx),
+    h('h2', {}, `Predictions${minutes ? `, last ${minutes} min` : ''}: canary against stable against the baseline`),
     histogram,
-    h('p', { class: 'muted' }, "Each arm's histogram is a share of its own rows. The backend's drift report gives each version's PSI against its baseline (below), not the baseline's histogram."),
+    h('p', { class: 'muted' }, "Each histogram is a share of its own rows; the dashed line is the baseline's (from the version's baseline.json), against which each version's prediction PSI is measured."),
     detail,
-    ...snapshot.drift.map((drift) => h('section', { class: 'version-drift', attrs: { 'data-version': String(drift.version) } },
-      h('h2', {}, `v${drift.version} — ${drift.arms.join(', ')}`),
-      summary(drift),
-      heatmap(drift, detail),
-    )),
+    ...snapshot.drift.map((drift) => versionSection(drift, detail)),
   )
   predictionHistogram(snapshot, histogram)
   return view

@@ -8,7 +8,7 @@ import type { Rollout } from '../../../edge/rollout/rollout.ts'
 import { createCanaryRepository } from '../../../infra/local/canary-repository.ts'
 import { ROWS_PER_REQUEST } from '../../../infra/local/canary-traffic.ts'
 import { SCENE_CONTROLLER, SCENE_MODEL, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from '../../../console/scene.ts'
-import { DRIFT_WINDOWS } from '../../../console/src/snapshot.ts'
+import type { DriftReport } from '../../../backend/monitor/drift/report.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { startWorker, type RunningWorker } from '../support/workerd.ts'
 
@@ -144,18 +144,49 @@ describe('the operator console', () => {
 
       await show(page, 'drift')
       for (const version of [1, 2]) {
-        const report = (await (await edge(`/v1/models/${SCENE_MODEL}/versions/${version}/drift`)).json()) as { features: Array<{ name: string; psi: number }> }
-        const cells = page.locator(`.heatmap[data-version="${version}"] td.cell`)
-        expect(report.features.length).toBeGreaterThan(0)
-        expect(await cells.count()).toBe(report.features.length * DRIFT_WINDOWS.length)
+        // One report per version: its features' (and predictions') consecutive windows are the columns.
+        const report = (await (await edge(`/v1/models/${SCENE_MODEL}/versions/${version}/drift`)).json()) as DriftReport
+        const windows = report.prediction.windows.length
+        expect(report.window.evaluated_windows).toBe(6)
+        expect(windows).toBe(6)
+        const heatmap = page.locator(`.heatmap[data-version="${version}"]`)
+        expect(await heatmap.getAttribute('data-window-minutes')).toBe('15')
+        expect(await heatmap.locator('td.cell').count()).toBe((report.features.length + 1) * windows)
+        expect(await heatmap.locator('thead th[scope=col]').allTextContents()).toEqual([
+          ...[75, 60, 45, 30, 15].map((ago) => expect.stringMatching(new RegExp(`^−${ago} min\\d{2}:\\d{2}`))),
+          expect.stringMatching(/^now\d{2}:\d{2}/),
+        ])
         const first = report.features[0]
-        const cell = page.locator(`.heatmap[data-version="${version}"] td.cell[data-feature="${first.name}"][data-window="15m"]`)
-        expect(await cell.getAttribute('title')).toContain(`PSI ${first.psi.toFixed(3)}`)
+        // Each cell is its window's verdict; the scene's traffic all fell in the current window, so the earlier ones say insufficient.
+        const verdicts = await heatmap.locator(`td.cell[data-feature="${first.name}"]`).evaluateAll((els) => els.map((e) => e.getAttribute('data-verdict')))
+        expect(verdicts).toEqual(first.windows.map((w) => w.verdict))
+        expect(verdicts.slice(0, -1)).toEqual(Array(windows - 1).fill('insufficient'))
+        expect(await heatmap.locator(`td.cell[data-feature="__prediction__"]`).evaluateAll((els) => els.map((e) => e.getAttribute('data-verdict')))).toEqual(report.prediction.windows.map((w) => w.verdict))
+        const cell = heatmap.locator(`td.cell[data-feature="${first.name}"][data-window="${windows - 1}"]`)
+        const title = await cell.getAttribute('title')
+        expect(title).toContain(`PSI ${first.psi.toFixed(3)}`)
+        expect(title).toContain(`rows ${first.rows}`)
+        expect(title).toContain(`(now): ${first.verdict}`)
         await cell.hover()
-        expect(await page.textContent('.hover-detail')).toContain(`${first.name} · last 15 min`)
+        expect(await page.textContent('.hover-detail')).toMatch(new RegExp(`^${first.name} · \\d{2}:\\d{2}–\\d{2}:\\d{2} \\(now\\)`))
       }
       expect(await page.locator('.version-drift .verdict').count()).toBe(2)
       expect(await page.locator('.prediction-chart canvas').count()).toBeGreaterThan(0)
+      // Canary, stable and the baseline both versions share (the scene's v1 and v2 are the same network).
+      expect(await page.locator('.prediction-chart .u-legend .u-series .u-label').allTextContents()).toEqual(expect.arrayContaining([
+        expect.stringMatching(/^v1 \(stable 95%\)$/),
+        expect.stringMatching(/^v2 \(canary 5%\)$/),
+        'baseline (v1, v2)',
+      ]))
+
+      // 30 minute windows: the heatmap spans the last 3 hours, from one call per version.
+      const before = requests.length
+      await page.selectOption('#drift-window', '30m')
+      await page.waitForSelector('.heatmap[data-version="2"][data-window-minutes="30"]', WAIT)
+      // (An interval refresh may have read the 15 min windows meanwhile.)
+      const calls = requests.slice(before).map((r) => new URL(r.url())).filter((u) => u.pathname.endsWith('/drift') && u.search === '?window=30m')
+      expect(calls.map((u) => `${u.pathname} ${u.search}`).sort()).toEqual([1, 2].map((v) => `/v1/models/${SCENE_MODEL}/versions/${v}/drift ?window=30m`))
+      expect(await page.locator('.heatmap[data-version="1"] thead th[scope=col]').first().textContent()).toMatch(/^−150 min/)
 
       await show(page, 'backend')
       const v2 = page.locator(`.backend-version[data-model="${SCENE_MODEL}"][data-version="2"]`)
