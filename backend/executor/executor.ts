@@ -23,15 +23,13 @@ export interface ExecutorOptions extends Omit<WorkerInit, 'modelBytes'> {
   instanceCount: number
   /** `main` runs one session on this thread whatever `instanceCount` says; default `worker`. */
   placement?: Placement
-  /** On the main thread: let the event loop finish its turn before each run, so batches can form (batching on). */
-  yieldBeforeRun?: boolean
   /** The thread's entry module; the inference worker unless a test substitutes one that can be made to fail. */
   workerUrl?: URL
 }
 
 /** What an executor tells its owner about instances lost and replaced. */
 export interface ExecutorEvents {
-  /** A replacement instance is ready: work that waited for capacity can go. */
+  /** Capacity is back (a replacement instance is ready, or the main-thread instance's turn ended): work that waited can go. */
   restored(): void
   /** A lost instance could not be replaced; `instancesLeft` still serve. */
   failed(error: Error, instancesLeft: number): void
@@ -76,7 +74,10 @@ const verifiedModelBytes = async (path: string, expected: string): Promise<Uint8
 
 /** One session and the thread it runs on. */
 interface Instance {
+  /** Running a batch. */
   readonly busy: boolean
+  /** Takes a batch now: what the batcher asks before it sends one. */
+  readonly idle: boolean
   readonly provider: string
   readonly inputNames: string[]
   readonly outputNames: string[]
@@ -85,18 +86,22 @@ interface Instance {
 }
 
 /**
- * The session on the event loop's own thread: no copies, no other thread to wake. With
- * `yieldFirst` a run waits for the end of the event loop's turn (as onnxruntime's own async
- * `run` does), so requests read in the same turn queue behind it and form the next batch;
- * without it (batching off) a request runs when it is dispatched.
+ * The session on the event loop's own thread: no copies, no other thread to wake. A run holds
+ * the thread, so it happens at once when asked; the instance takes work once per event-loop
+ * turn. Asked while the turn's I/O is still being read, it says it is not idle and ends the
+ * turn with `setImmediate`, then reports itself free (`onTurnEnd`): what arrived in the turn
+ * runs together (as one batch when batching, back to back when not, with the model's memory
+ * warm), and a lone request waits only for the turn to end.
  */
 class MainThreadInstance implements Instance {
   private running = false
+  private turnEnded = false
+  private turnScheduled = false
   readonly provider: string
   readonly inputNames: string[]
   readonly outputNames: string[]
 
-  constructor(private readonly session: ModelSession, private readonly yieldFirst: boolean) {
+  constructor(private readonly session: ModelSession, private readonly onTurnEnd: () => void) {
     this.provider = session.provider
     this.inputNames = session.inputNames
     this.outputNames = session.outputNames
@@ -106,20 +111,33 @@ class MainThreadInstance implements Instance {
     return this.running
   }
 
-  run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
-    if (!this.yieldFirst) return new Promise((resolve) => resolve(this.session.run(feeds, outputs)))
-    this.running = true
-    return new Promise((resolve, reject) => {
+  get idle(): boolean {
+    if (this.running) return false
+    if (this.turnEnded) return true
+    if (!this.turnScheduled) {
+      this.turnScheduled = true
       setImmediate(() => {
+        this.turnScheduled = false
+        this.turnEnded = true
         try {
-          resolve(this.session.run(feeds, outputs))
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)))
+          this.onTurnEnd()
         } finally {
-          this.running = false
+          this.turnEnded = false
         }
       })
-    })
+    }
+    return false
+  }
+
+  run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
+    this.running = true
+    try {
+      return Promise.resolve(this.session.run(feeds, outputs))
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)))
+    } finally {
+      this.running = false
+    }
   }
 
   close(): Promise<void> {
@@ -162,6 +180,10 @@ class ThreadInstance implements Instance {
 
   get busy(): boolean {
     return this.pending !== undefined
+  }
+
+  get idle(): boolean {
+    return this.pending === undefined
   }
 
   run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
@@ -226,8 +248,9 @@ export class Executor {
     const executor = new Executor(options, [])
     const bytes = await verifiedModelBytes(options.modelPath, options.modelSha256)
     if (options.placement === 'main') {
-      const { executionProviders, intraOpThreads, yieldBeforeRun = true } = options
-      const instance = new MainThreadInstance(ModelSession.create({ modelBytes: bytes, executionProviders, intraOpThreads }), yieldBeforeRun)
+      const { executionProviders, intraOpThreads } = options
+      const session = ModelSession.create({ modelBytes: bytes, executionProviders, intraOpThreads })
+      const instance = new MainThreadInstance(session, () => executor.events.restored())
       executor.instances.push(instance)
       executor.firstProvider = instance.provider
       return executor
@@ -272,10 +295,10 @@ export class Executor {
   }
 
   get idle(): number {
-    return this.instances.reduce((n, i) => (i.busy ? n : n + 1), 0)
+    return this.instances.reduce((n, i) => (i.idle ? n + 1 : n), 0)
   }
 
-  /** Runs a batch on an idle instance; the caller checks `idle` first. */
+  /** Runs a batch on an instance that is not running one; the batcher checks `idle` first. */
   run(feeds: TensorMap, outputs: string[]): Promise<RunResult> {
     const instance = this.instances.find((i) => !i.busy)
     if (!instance) return Promise.reject(new Error('no idle inference instance'))

@@ -105,7 +105,7 @@ export const concatRows = (parts: readonly HostTensor[]): HostTensor => {
   if (parts.length === 1) return first
   const rows = parts.reduce((n, p) => n + p.dims[0], 0)
   const width = rowWidth(first.dims)
-  const data = allocate(first.datatype, rows * width)
+  const data = allocateCarved(first.datatype, rows * width)
   let at = 0
   for (const part of parts) {
     if (Array.isArray(data)) {

@@ -54,11 +54,11 @@ export class ModelVersion {
 
   static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
     const started = performance.now()
-    const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
-    const executor = await startExecutor(model, config, disk, { ...options, batching })
+    const executor = await startExecutor(model, config, disk, options)
     const version = String(disk.version)
     const metrics = options.metrics
     const labels = { model, version }
+    const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
     const stats = new VersionStats()
     const batcher = new Batcher(
       executor,

@@ -8,8 +8,6 @@ import { warmupBatchSizes, warmupFeeds } from './warmup.ts'
 export type PlacementSetting = Placement | 'auto'
 
 export interface PlacementOptions {
-  /** Whether the version's batcher forms batches (on the main thread a run then waits for the loop's turn to end). */
-  batching: boolean
   placement?: PlacementSetting
   /** `auto`: the longest a largest-batch run may hold the event loop, in µs, to run on the main thread. */
   mainThreadMaxUs?: number
@@ -39,7 +37,6 @@ const startWarm = async (config: ModelConfig, disk: VersionOnDisk, placement: Pl
     intraOpThreads: config.intra_op_threads,
     instanceCount: config.instance_count,
     placement,
-    yieldBeforeRun: options.batching,
     workerUrl: options.workerUrl,
   })
   try {

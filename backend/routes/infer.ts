@@ -32,7 +32,8 @@ export const inferRoutes = ({ manager, metrics, settings, logger, tracing }: Bac
       span: c.get('requestSpan'),
     })
     if (debug) logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
-    return c.json(response, 200, { [HEADERS.modelVersion]: String(served.version) })
+    // Headers as a plain record: with more than one, c.json builds a fetch Headers per response.
+    return new Response(JSON.stringify(response), { status: 200, headers: { 'content-type': 'application/json', [HEADERS.modelVersion]: String(served.version) } })
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
     // Mounted only when tracing is on: off, a request never reaches any tracing code.

@@ -34,8 +34,8 @@ const feeds = { features: { datatype: 'FP32' as const, dims: [2, 4], data: Float
 
 describe('where a version runs its sessions', () => {
   it('auto: the main thread when the largest batch runs within the bound, threads when it does not; both answer alike', async () => {
-    const main = await start('tiny', { batching: true, placement: 'auto', mainThreadMaxUs: 10_000_000 })
-    const threads = await start('tiny', { batching: true, placement: 'auto', mainThreadMaxUs: 0 })
+    const main = await start('tiny', { placement: 'auto', mainThreadMaxUs: 10_000_000 })
+    const threads = await start('tiny', { placement: 'auto', mainThreadMaxUs: 0 })
     expect([main.placement, main.size]).toEqual(['main', 1])
     expect(threads.placement).toBe('worker')
     const [a, b] = await Promise.all([main.run(feeds, ['probabilities']), threads.run(feeds, ['probabilities'])])
@@ -44,29 +44,31 @@ describe('where a version runs its sessions', () => {
   })
 
   it('keeps FP16 models and substitute worker entries on threads whatever the setting', async () => {
-    expect((await start('half', { batching: true, placement: 'main' })).placement).toBe('worker')
+    expect((await start('half', { placement: 'main' })).placement).toBe('worker')
     const substitute = new URL('../support/crashing-worker.ts', import.meta.url)
-    expect((await start('tiny', { batching: true, placement: 'main', workerUrl: substitute })).placement).toBe('worker')
+    expect((await start('tiny', { placement: 'main', workerUrl: substitute })).placement).toBe('worker')
   })
 
-  it('on the main thread with batching, a run waits for the loop turn to end and the instance is busy until then', async () => {
-    const executor = await start('tiny', { batching: true, placement: 'main' })
-    let done = false
-    const run = executor.run(feeds, ['probabilities']).then(() => (done = true))
-    await Promise.resolve()
-    expect([done, executor.idle]).toEqual([false, 0])
-    await run
-    expect(executor.idle).toBe(1)
-  })
-
-  it('on the main thread without batching, a request runs when it is dispatched', async () => {
-    const executor = await start('tiny', { batching: false, placement: 'main' })
-    let done = false
-    const run = executor.run(feeds, ['probabilities']).then(() => (done = true))
-    expect(executor.idle).toBe(1)
-    await Promise.resolve()
-    expect(done).toBe(true)
-    await run
+  it('on the main thread, the instance takes work once per loop turn: not idle while the turn reads, free when it ends', async () => {
+    const executor = await start('tiny', { placement: 'main' })
+    let freed = 0
+    executor.watch({ restored: () => freed++, failed() {} })
+    expect([executor.idle, executor.idle]).toEqual([0, 0])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(freed).toBe(1)
+    // Asked at the turn's end (as the batcher does when told), it takes work and runs it at once.
+    let ran: number[] = []
+    executor.watch({
+      restored: () => {
+        ran = [executor.idle]
+        void executor.run(feeds, ['probabilities'])
+        ran.push(executor.idle)
+      },
+      failed() {},
+    })
+    expect(executor.idle).toBe(0)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(ran).toEqual([1, 1])
   })
 
   it('a tensor that views part of a larger buffer runs as its own copy does, on either thread', async () => {
@@ -75,17 +77,18 @@ describe('where a version runs its sessions', () => {
     view.set(feeds.features.data)
     const offset = { features: { ...feeds.features, data: view } }
     for (const placement of ['main', 'worker'] as const) {
-      const executor = await start('tiny', { batching: true, placement })
+      const executor = await start('tiny', { placement })
       const [a, b] = [await executor.run(offset, ['probabilities']), await executor.run(feeds, ['probabilities'])]
       expect(Array.from(a.outputs.probabilities!.data as Float32Array)).toEqual(Array.from(b.outputs.probabilities!.data as Float32Array))
     }
   })
 
-  it('a run that fails rejects on the main thread as on a thread', async () => {
-    for (const batching of [true, false]) {
-      const executor = await start('tiny', { batching, placement: 'main' })
-      await expect(executor.run(feeds, ['nonexistent'])).rejects.toThrow(/no output "nonexistent"/)
-      expect(executor.idle).toBe(1)
+  it('a run that fails rejects on the main thread as on a thread, and leaves the instance free', async () => {
+    for (const placement of ['main', 'worker'] as const) {
+      const executor = await start('tiny', { placement })
+      await expect(executor.run(feeds, ['nonexistent'])).rejects.toThrow(/no output "nonexistent"|invalid output name|nonexistent/)
+      await new Promise((resolve) => setImmediate(resolve))
+      await expect(executor.run(feeds, ['probabilities'])).resolves.toMatchObject({ outputs: { probabilities: { dims: [2, 2] } } })
     }
   })
 })
