@@ -6,7 +6,7 @@ import { parseDeadlineMs } from '../../shared/headers.ts'
 import { InferenceError, badRequest } from '../errors.ts'
 import { toJsonData } from '../executor/tensor.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
-import type { Metrics } from '../monitor/metrics.ts'
+import { requestSeries, type Metrics } from '../monitor/metrics.ts'
 import { parseInferRequest, type ParseLimits } from './request.ts'
 
 const MAX_DEADLINE_MS = 3_600_000
@@ -34,31 +34,15 @@ export interface Served {
   rows: number
 }
 
-/** Label sets of one version's request metrics, built once: the hot path only looks them up. */
-interface VersionLabels {
-  version: { model: string; version: string }
-  byStatus: Map<number, { model: string; version: string; status: string }>
-  invalid: { model: string; reason: string }
-}
+const seriesCache = new WeakMap<Metrics, WeakMap<ModelVersion, ReturnType<typeof requestSeries>>>()
 
-const labelCache = new WeakMap<ModelVersion, VersionLabels>()
-
-const labelsOf = (served: ModelVersion): VersionLabels => {
-  let labels = labelCache.get(served)
-  if (!labels) {
-    labels = { version: { model: served.model, version: String(served.version) }, byStatus: new Map(), invalid: { model: served.model, reason: 'invalid_request' } }
-    labelCache.set(served, labels)
-  }
-  return labels
-}
-
-const statusLabels = (labels: VersionLabels, status: number) => {
-  let set = labels.byStatus.get(status)
-  if (!set) {
-    set = { ...labels.version, status: String(status) }
-    labels.byStatus.set(status, set)
-  }
-  return set
+/** The version's request series, bound on its first request: the hot path only calls them. */
+const seriesOf = (metrics: Metrics, served: ModelVersion) => {
+  let byVersion = seriesCache.get(metrics)
+  if (!byVersion) seriesCache.set(metrics, (byVersion = new WeakMap()))
+  let series = byVersion.get(served)
+  if (!series) byVersion.set(served, (series = requestSeries(metrics, { model: served.model, version: String(served.version) })))
+  return series
 }
 
 /**
@@ -67,14 +51,16 @@ const statusLabels = (labels: VersionLabels, status: number) => {
  */
 export const serveInfer = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served> => {
   const { metrics } = options
-  const labels = labelsOf(served)
+  const series = metrics && seriesOf(metrics, served)
   try {
     const { response, rows, queueUs } = await run(served, body, options)
     const us = (performance.now() - options.arrived) * 1000
     served.stats.request(true, rows, us, queueUs)
     served.drift?.request(us, rows, false)
-    metrics?.requests.inc(statusLabels(labels, 200))
-    metrics?.requestDuration.observe(labels.version, us / 1e6)
+    if (series) {
+      series.ok()
+      series.duration(us / 1e6)
+    }
     return { response, rows }
   } catch (err) {
     const status = err instanceof InferenceError ? err.status : 500
@@ -82,8 +68,8 @@ export const serveInfer = async (served: ModelVersion, body: unknown, options: S
     served.stats.request(false, 0, us, 0)
     // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
     served.drift?.request(us, 0, status === 500 || status === 504)
-    metrics?.requests.inc(statusLabels(labels, status))
-    if (status === 400) metrics?.rejected.inc(labels.invalid)
+    series?.status(String(status))
+    if (status === 400) metrics?.rejected.inc({ model: served.model, reason: 'invalid_request' })
     throw err
   }
 }

@@ -7,7 +7,7 @@ import type { ModelConfig } from '../repository/model-config.ts'
 import type { VersionOnDisk } from '../repository/repository.ts'
 import type { DriftCounter } from '../monitor/drift/counter.ts'
 import type { DriftMonitor } from '../monitor/drift/monitor.ts'
-import type { Metrics } from '../monitor/metrics.ts'
+import { batchSeries, type Metrics } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import { VersionStats } from '../monitor/stats.ts'
 import type { Logger } from '../logger.ts'
@@ -60,6 +60,7 @@ export class ModelVersion {
     const labels = { model, version }
     const batching = options.batching && config.max_batch_size > 0 && config.dynamic_batching !== undefined
     const stats = new VersionStats()
+    const series = metrics && batchSeries(metrics, labels)
     const batcher = new Batcher(
       executor,
       {
@@ -73,11 +74,11 @@ export class ModelVersion {
       {
         batch(size, reason, computeUs, queueUs) {
           stats.batch(computeUs)
-          if (!metrics) return
-          metrics.batchSize.observe(labels, size)
-          metrics.batches.inc({ ...labels, reason })
-          metrics.computeDuration.observe(labels, computeUs / 1e6)
-          for (const us of queueUs) metrics.queueDuration.observe(labels, us / 1e6)
+          if (!series) return
+          series.size(size)
+          series.reason(reason)
+          series.computeDuration(computeUs / 1e6)
+          for (const us of queueUs) series.queueDuration(us / 1e6)
         },
         refused(reason) {
           metrics?.rejected.inc({ model, reason })

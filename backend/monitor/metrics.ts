@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Verdict } from '../../shared/drift/report.ts'
 import type { DistributionDrift, DriftReport } from './drift/report.ts'
+import { TallyCounter, TallyHistogram } from './tally.ts'
 
 const PREFIX = 'edge_infer_backend_'
 /** Window of the drift gauges. */
@@ -53,14 +54,22 @@ export const createMetrics = (queue: QueueDepthSource) => {
   // per type in nodejs_active_{handles,requests,resources}, and sum() of those is the total.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(`${PREFIX}${name}`)
   const versioned = ['model', 'version'] as const
+  // Counted per request or per batch: tallies, bound once per series (see tally.ts).
+  const hot = {
+    requests: new TallyCounter(`${PREFIX}requests_total`, 'Inference requests by outcome', [...versioned, 'status']),
+    requestDuration: new TallyHistogram(`${PREFIX}request_duration_seconds`, 'Infer request time from parsed body to response', versioned, LATENCY_BUCKETS),
+    queueDuration: new TallyHistogram(`${PREFIX}queue_duration_seconds`, 'Time a request waited for its batch', versioned, LATENCY_BUCKETS),
+    computeDuration: new TallyHistogram(`${PREFIX}compute_duration_seconds`, 'session.run time per batch', versioned, LATENCY_BUCKETS),
+    batchSize: new TallyHistogram(`${PREFIX}batch_size_rows`, 'Rows per executed batch', versioned, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+    batches: new TallyCounter(`${PREFIX}batches_total`, 'Executed batches by why they were sent', [...versioned, 'reason']),
+  }
   return {
     registry,
-    requests: new Counter({ name: `${PREFIX}requests_total`, help: 'Inference requests by outcome', labelNames: [...versioned, 'status'], registers: [registry] }),
-    requestDuration: new Histogram({ name: `${PREFIX}request_duration_seconds`, help: 'Infer request time from parsed body to response', labelNames: versioned, buckets: LATENCY_BUCKETS, registers: [registry] }),
-    queueDuration: new Histogram({ name: `${PREFIX}queue_duration_seconds`, help: 'Time a request waited for its batch', labelNames: versioned, buckets: LATENCY_BUCKETS, registers: [registry] }),
-    computeDuration: new Histogram({ name: `${PREFIX}compute_duration_seconds`, help: 'session.run time per batch', labelNames: versioned, buckets: LATENCY_BUCKETS, registers: [registry] }),
-    batchSize: new Histogram({ name: `${PREFIX}batch_size_rows`, help: 'Rows per executed batch', labelNames: versioned, buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers: [registry] }),
-    batches: new Counter({ name: `${PREFIX}batches_total`, help: 'Executed batches by why they were sent', labelNames: [...versioned, 'reason'], registers: [registry] }),
+    ...hot,
+    /** The Prometheus text of everything: the registry's metrics, then the tallies. */
+    async exposition(): Promise<string> {
+      return `${await registry.metrics()}\n${Object.values(hot).map((t) => t.render()).join('\n\n')}\n`
+    },
     rejected: new Counter({ name: `${PREFIX}rejected_requests_total`, help: 'Requests refused or dropped, by reason', labelNames: ['model', 'reason'], registers: [registry] }),
     modelLoadDuration: new Histogram({ name: `${PREFIX}model_load_duration_seconds`, help: 'Load plus warm-up time per model version', labelNames: versioned, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] }),
     modelsLoaded: new Gauge({ name: `${PREFIX}models_loaded`, help: 'Model versions ready and serving', registers: [registry] }),
@@ -119,3 +128,30 @@ export const createMetrics = (queue: QueueDepthSource) => {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+type VersionLabels = { model: string; version: string }
+
+/** A counter's series per value of its last label, bound when first counted. */
+const boundBy = (counter: TallyCounter, labels: VersionLabels, name: string): ((value: string) => void) => {
+  const bound = new Map<string, (by?: number) => void>()
+  return (value) => {
+    let count = bound.get(value)
+    if (!count) bound.set(value, (count = counter.bind({ ...labels, [name]: value })))
+    count()
+  }
+}
+
+/** One version's per-request series. */
+export const requestSeries = (metrics: Metrics, labels: VersionLabels) => ({
+  ok: metrics.requests.bind({ ...labels, status: '200' }),
+  status: boundBy(metrics.requests, labels, 'status'),
+  duration: metrics.requestDuration.bind(labels),
+})
+
+/** One version's per-batch series. */
+export const batchSeries = (metrics: Metrics, labels: VersionLabels) => ({
+  reason: boundBy(metrics.batches, labels, 'reason'),
+  size: metrics.batchSize.bind(labels),
+  computeDuration: metrics.computeDuration.bind(labels),
+  queueDuration: metrics.queueDuration.bind(labels),
+})
