@@ -8,6 +8,12 @@ import { z } from 'zod'
  * bins over [0, 1] and a score on an edge belongs to the upper bin.
  */
 
+/**
+ * The prediction bins every baseline uses (tools/training/baseline.ts): 20 of 0.05, so the edge
+ * bins a served score without reading the baseline.
+ */
+export const PREDICTION_EDGES: readonly number[] = Array.from({ length: 19 }, (_, k) => (k + 1) / 20)
+
 /** Per prediction bin: rows and label-positive rows (fractional for an estimate). */
 export interface QualityBin {
   rows: number

@@ -1,9 +1,10 @@
+import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { binnedQuality, predictionBin, qualityFigures, rowLogLoss, type QualityBin } from '../../shared/quality.ts'
+import { PREDICTION_EDGES, binnedQuality, predictionBin, qualityFigures, rowLogLoss, type QualityBin } from '../../shared/quality.ts'
 import { createRandom } from '../../tools/training/random.ts'
 
 /** The baseline's prediction bins: 20 bins of 0.05. */
-const EDGES = Array.from({ length: 19 }, (_, i) => Number(((i + 1) * 0.05).toFixed(2)))
+const EDGES = PREDICTION_EDGES
 
 interface Stream {
   bins: QualityBin[]
@@ -122,6 +123,11 @@ describe('binnedQuality', () => {
     expect(() => binnedQuality([0.5], undefined, [{ rows: 1, positives: 0 }])).toThrow(RangeError)
     expect(() => binnedQuality([0.5], undefined, [{ rows: 1, positives: 2 }, { rows: 0, positives: 0 }])).toThrow(RangeError)
     expect(() => binnedQuality([0.5], undefined, [{ rows: 1, positives: 0 }, { rows: 0, positives: 0 }], { meanProbability: [0.1] })).toThrow(RangeError)
+  })
+
+  it('bins as the baselines do', async () => {
+    const baseline = JSON.parse(await readFile(new URL('../../models/credit-risk/2/baseline.json', import.meta.url), 'utf8')) as { prediction: { edges: number[] } }
+    expect(PREDICTION_EDGES).toEqual(baseline.prediction.edges)
   })
 
   it('bins a score on an edge into the upper bin and clips log loss', () => {
