@@ -25,6 +25,8 @@ import { Pipeline, mount, type Stage } from './pipeline/stage.ts'
 import { traceContext } from './pipeline/trace/index.ts'
 import { validate } from './pipeline/validate/index.ts'
 import { driftRoutes } from './rollout/drift-routes.ts'
+import { feedbackRoutes } from './quality/feedback-routes.ts'
+import { qualityRoutes } from './quality/quality-routes.ts'
 import { rolloutRoutes } from './rollout/routes.ts'
 import { catalogRoutes } from './routes/catalog.ts'
 import { infer } from './routes/infer.ts'
@@ -83,6 +85,7 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
     .then(requireJson())
   const callers = everyRequest.then(auth({ scope: 'predict' }), 'auth').then(rateLimit(), 'rate_limit')
   const admins = everyRequest.then(auth({ scope: 'admin' }), 'auth').then(rateLimit(), 'rate_limit')
+  const labellers = everyRequest.then(auth({ scope: 'feedback' }), 'auth').then(rateLimit(), 'rate_limit')
   const tensors = callers.then(model(), 'model').then(route(), 'route')
   const predictions = callers
     .then(predictModel(), 'model')
@@ -102,7 +105,11 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
   app.use('/v1/models/:model/rollout/*', ...admins.since(everyRequest))
   app.use('/v1/models/:model/versions/:version/drift', ...admins.since(everyRequest))
   app.use('/v1/backend/stats', ...admins.since(everyRequest))
+  app.use('/v1/models/:model/quality', ...admins.since(everyRequest))
   app.route('/', driftRoutes())
+  app.route('/', qualityRoutes())
+  app.use('/v1/feedback', ...labellers.since(everyRequest))
+  app.route('/', feedbackRoutes())
   app.route('/', rolloutRoutes())
   app.route('/', backendStatsRoutes())
   // The operator console's page needs no key; it asks for an admin key and calls the routes above.

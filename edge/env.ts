@@ -36,6 +36,10 @@ export interface Bindings {
   REDIS_TIMEOUT_MS?: string
   /** Longest time request counts wait in an isolate before they are flushed to Redis (default 1000 ms). */
   METRICS_FLUSH_MS?: string
+  /** Models whose served predictions are kept for feedback, comma-separated, or `*` for every model; unset keeps none. */
+  FEEDBACK_MODELS?: string
+  /** Seconds a served prediction waits for its label (default 2592000, 30 days). */
+  FEEDBACK_TTL_SECONDS?: string
   /** Lambda CPU tier used when the backend is saturated or down; unset disables the fallback. */
   LAMBDA_FUNCTION?: string
   LAMBDA_REGION?: string
@@ -59,6 +63,9 @@ export interface Bindings {
   CONTROLLER_P95_RATIO?: string
   CONTROLLER_P95_SLACK_MS?: string
   CONTROLLER_MAX_WINDOW_MINUTES?: string
+  CONTROLLER_MIN_LABELS?: string
+  CONTROLLER_QUALITY_METRIC?: string
+  CONTROLLER_QUALITY_MARGIN?: string
   /**
    * OpenTelemetry export of the edge's spans (edge/telemetry/), by the spec's names: the OTLP/HTTP
    * collector's base URL (`/v1/traces` is appended) or its traces URL as is; unset, nothing is traced.

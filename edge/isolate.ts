@@ -23,14 +23,17 @@ import { BackendMonitor } from './rollout/backend-monitor.ts'
 import { countedHistory } from './rollout/counted-history.ts'
 import { MemoryHistoryStore, type HistoryStore } from './rollout/history-store.ts'
 import type { MonitorSource } from './rollout/monitor-source.ts'
+import { withEdgeCounts } from './rollout/edge-counted-source.ts'
 import { MemoryRolloutStore, type RolloutStore } from './rollout/store.ts'
 import { UpstashHistoryStore } from './rollout/upstash-history-store.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from './rollout/upstash-store.ts'
 import { type Telemetry, telemetryFrom } from './telemetry/index.ts'
+import { type GroundTruthStore, MemoryGroundTruth, UpstashGroundTruth } from './quality/store.ts'
 
 export const DEFAULT_FEATURE_TIMEOUT_MS = 25
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024
 export const DEFAULT_MAX_INSTANCES = 64
+export const DEFAULT_FEEDBACK_TTL_SECONDS = 30 * 24 * 3_600
 
 /** The numbers and lists the bindings configure, parsed once per configuration. */
 export interface EdgeSettings {
@@ -41,6 +44,10 @@ export interface EdgeSettings {
   featureTimeoutMs: number
   /** Budget of every other Redis call. */
   redisTimeoutMs: number
+  /** Models whose served predictions are recorded for feedback (`FEEDBACK_MODELS`; `*` for all). */
+  feedbackModels: ReadonlySet<string> | 'all'
+  /** How long a served prediction waits for its label. */
+  feedbackTtlSeconds: number
 }
 
 const positive = (raw: string | undefined, fallback: number, whole = false): number => {
@@ -55,6 +62,8 @@ export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => ({
   allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
   featureTimeoutMs: positive(env.FEATURE_TIMEOUT_MS, DEFAULT_FEATURE_TIMEOUT_MS),
   redisTimeoutMs: positive(env.REDIS_TIMEOUT_MS, DEFAULT_EDGE_REDIS_TIMEOUT_MS),
+  feedbackModels: env.FEEDBACK_MODELS?.trim() === '*' ? 'all' : new Set((env.FEEDBACK_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean)),
+  feedbackTtlSeconds: positive(env.FEEDBACK_TTL_SECONDS, DEFAULT_FEEDBACK_TTL_SECONDS, true),
 })
 
 /** Everything that lives as long as an isolate and its configuration: what the pipeline talks to. */
@@ -68,7 +77,7 @@ export interface Isolate {
   rollouts: RolloutStore
   /** Rollout decisions and changes, each counted in `requestMetrics`. */
   history: HistoryStore
-  /** Where the rollout controller reads each arm's window (the backend's drift reports); none without a backend. */
+  /** Where the rollout controller reads each arm's window (the backend's drift reports, with the edge's own counts added); none without a backend. */
   monitor?: MonitorSource
   /** The backend's drift reports, for the admin drift route. */
   drift?: BackendMonitor
@@ -81,6 +90,8 @@ export interface Isolate {
   normalization: NormalizationMetrics
   /** Request and rollout-decision counts: summed in Redis when configured, else this isolate's. */
   requestMetrics: RequestMetrics
+  /** Served predictions awaiting labels, and the realized-quality and edge-failure counts: in Redis when configured. */
+  groundTruth: GroundTruthStore
   /** Requests routed off arms whose version is not served. */
   reroutes: Reroutes
   /** Validators compiled from feature specs. */
@@ -160,20 +171,26 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   const requestMetrics = parts.requestMetrics ?? new RequestMetrics(redis ? { shared: new UpstashTally(redis, bounded), flushEveryMs: positive(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS) } : {})
   // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
   const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
+  const catalog = parts.catalog ?? new ModelCatalog({ transport })
+  const groundTruth = parts.groundTruth ?? (redis ? new UpstashGroundTruth(redis, bounded) : new MemoryGroundTruth())
+  const backendSource = parts.monitor ?? drift
+  // The backend counts what reached it; the edge adds what never did and the labels feedback brought.
+  const monitor = backendSource && withEdgeCounts(backendSource, groundTruth, { threshold: async (model) => (await catalog.describe(model, `controller-${model}`)).postprocess?.threshold })
   return {
     settings,
     transport,
     reader: parts.reader ?? http ?? noBackend,
-    catalog: parts.catalog ?? new ModelCatalog({ transport }),
+    catalog,
     rollouts: parts.rollouts ?? (redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore()),
     history: countedHistory(parts.history ?? (redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore()), requestMetrics),
     ...(drift ? { drift } : {}),
-    ...((parts.monitor ?? drift) ? { monitor: parts.monitor ?? drift } : {}),
+    ...(monitor ? { monitor } : {}),
     limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),
     keys: parts.keys ?? keysFrom(env, redis ? new UpstashKeyStore(redis, bounded) : undefined),
     features: parts.features ?? new CachedFeatureStore(store, { timeoutMs: settings.featureTimeoutMs }),
     normalization: parts.normalization ?? (redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics()),
     requestMetrics,
+    groundTruth,
     reroutes: parts.reroutes ?? new Reroutes(),
     validators: parts.validators ?? createSchemaCache(),
     telemetry: parts.telemetry ?? telemetryFrom(env),

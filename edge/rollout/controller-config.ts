@@ -1,6 +1,10 @@
 import { z } from 'zod'
 import type { Bindings } from '../env.ts'
 
+/** Realized-quality figures the controller can compare; log loss is the one where lower is better. */
+export const QUALITY_METRICS = ['accuracy', 'roc_auc', 'log_loss'] as const
+export type QualityMetric = (typeof QUALITY_METRICS)[number]
+
 const steps = z
   .array(z.number().gt(0).max(100))
   .min(1)
@@ -34,6 +38,12 @@ const configSchema = z
     p95SlackMs: z.number().min(0).default(5),
     /** Longest window read: the window is the time since the step started, clamped to [1, this] minutes. */
     maxWindowMinutes: z.number().int().min(1).default(60),
+    /** Labelled rows (feedback) each arm needs in a window before realized quality can roll the canary back. */
+    minLabels: z.number().int().min(1).default(200),
+    /** The realized-quality figure compared, canary against stable. */
+    qualityMetric: z.enum(QUALITY_METRICS).default('accuracy'),
+    /** How much worse (absolute: 0.05 = 5 points of accuracy or AUC, 0.05 nats of log loss) the canary's realized figure may be. */
+    qualityMargin: z.number().min(0).default(0.05),
   })
   .refine((c) => c.psiCritical >= c.psiWarning, { path: ['psiCritical'], message: 'must be at least the warning threshold' })
 
@@ -56,6 +66,9 @@ const VARS = {
   p95Ratio: 'CONTROLLER_P95_RATIO',
   p95SlackMs: 'CONTROLLER_P95_SLACK_MS',
   maxWindowMinutes: 'CONTROLLER_MAX_WINDOW_MINUTES',
+  minLabels: 'CONTROLLER_MIN_LABELS',
+  qualityMetric: 'CONTROLLER_QUALITY_METRIC',
+  qualityMargin: 'CONTROLLER_QUALITY_MARGIN',
 } as const satisfies Record<keyof ControllerConfig, keyof Bindings>
 
 /**
@@ -63,11 +76,11 @@ const VARS = {
  * A bad value throws naming the var: a controller must not move traffic on thresholds nobody chose.
  */
 export const controllerConfigFrom = (env: Bindings): ControllerConfig => {
-  const overrides: Record<string, number | number[]> = {}
+  const overrides: Record<string, string | number | number[]> = {}
   for (const [setting, name] of Object.entries(VARS)) {
     const raw = env[name]?.trim()
     if (!raw) continue
-    overrides[setting] = setting === 'steps' ? raw.split(',').map((s) => Number(s.trim())) : Number(raw)
+    overrides[setting] = setting === 'steps' ? raw.split(',').map((s) => Number(s.trim())) : setting === 'qualityMetric' ? raw : Number(raw)
   }
   const parsed = configSchema.safeParse(overrides)
   if (parsed.success) return parsed.data

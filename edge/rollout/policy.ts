@@ -1,6 +1,7 @@
 import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
 import { canaryArms, type Rollout } from './rollout.ts'
-import type { ControllerConfig } from './controller-config.ts'
+import type { ControllerConfig, QualityMetric } from './controller-config.ts'
+import type { QualityFigures } from '../../shared/quality.ts'
 import type { ArmWindow } from './monitor-source.ts'
 
 export type Action = 'rollback' | 'step' | 'promote' | 'hold' | 'alert'
@@ -15,6 +16,10 @@ export interface ArmNumbers {
   nan_outputs: number
   p95_ms: number
   input_drift: ArmWindow['input_drift']
+  /** Of requests and errors: calls the backend never answered, counted at the edge. */
+  edge_failures: number
+  /** Realized quality from feedback labels in the window; null where none is counted. */
+  realized: QualityFigures | null
 }
 
 /** The numbers behind a decision. */
@@ -83,7 +88,23 @@ const quote = (w: ArmWindow): ArmNumbers => ({
   nan_outputs: w.nan_outputs,
   p95_ms: w.p95_ms,
   input_drift: w.input_drift,
+  edge_failures: w.edge_failures ?? 0,
+  realized: w.realized ?? null,
 })
+
+/**
+ * How much worse the canary's realized `metric` is than stable's (positive = worse), once both
+ * arms have `minLabels` labels and the figure; undefined before that.
+ */
+const qualityShortfall = (stable: ArmWindow, canary: ArmWindow, metric: QualityMetric, minLabels: number): { stable: number; canary: number; worse: number } | undefined => {
+  const s = stable.realized
+  const k = canary.realized
+  if (!s || !k || s.labels < minLabels || k.labels < minLabels) return undefined
+  const a = s[metric]
+  const b = k[metric]
+  if (a === null || b === null) return undefined
+  return { stable: a, canary: b, worse: metric === 'log_loss' ? b - a : a - b }
+}
 
 const percent = (rate: number): string => `${(rate * 100).toFixed(2)}%`
 const drifting = (w: ArmWindow): boolean => w.input_drift === 'warning' || w.input_drift === 'critical'
@@ -102,15 +123,18 @@ export const windowMinutes = (stepStartedAt: number, now: number, config: Contro
  *
  * 1. any NaN/Inf output → roll back (no minimum: one is proof enough);
  * 2. error rate above stable's by more than the margin, once the canary has `minRequests` → roll back;
- * 3. the `criticalWindows`-th critical prediction-drift window → roll back;
- * 4. input drift (warning or critical) on both arms → alert: the traffic moved, not the canary,
+ * 3. realized quality (feedback labels) worse than stable's by more than `qualityMargin` in
+ *    `qualityMetric`, once both arms have `minLabels` labels → roll back: a canary can be wrong
+ *    with the very prediction histogram stable has, which drift cannot see;
+ * 4. the `criticalWindows`-th critical prediction-drift window → roll back;
+ * 5. input drift (warning or critical) on both arms → alert: the traffic moved, not the canary,
  *    so the weights stay;
- * 5. fewer than `minRows` rows on either arm → hold (PSI and p95 of a few rows are noise);
- * 6. prediction drift critical (a streak short of rollback) or in the warning band → hold;
- * 7. canary p95 above stable p95 × `p95Ratio` + `p95SlackMs` → hold, not roll back: latency
+ * 6. fewer than `minRows` rows on either arm → hold (PSI and p95 of a few rows are noise);
+ * 7. prediction drift critical (a streak short of rollback) or in the warning band → hold;
+ * 8. canary p95 above stable p95 × `p95Ratio` + `p95SlackMs` → hold, not roll back: latency
  *    moves with load and placement, and a slow but correct canary hurts nobody at a small weight;
- * 8. less than `dwellMinutes` at this weight, or fewer than `cleanWindows` clean windows → hold;
- * 9. otherwise the next step, or promotion when the next step is 100 (a canary at 100 would
+ * 9. less than `dwellMinutes` at this weight, or fewer than `cleanWindows` clean windows → hold;
+ * 10. otherwise the next step, or promotion when the next step is 100 (a canary at 100 would
  *    leave no stable traffic to compare against).
  *
  * Streaks: a critical window adds to `critical_streak`, an ok one clears it, and a warning or
@@ -154,6 +178,11 @@ export const decide = ({ rollout, stable, canary, config, now }: PolicyInput): {
   const excess = errorRate(canary) - errorRate(stable)
   if (canary.requests >= config.minRequests && excess > config.errorRateMargin) {
     return decision('rollback', 0, `canary error rate ${percent(errorRate(canary))} exceeds stable's ${percent(errorRate(stable))} by more than ${percent(config.errorRateMargin)}`)
+  }
+  const shortfall = qualityShortfall(stable, canary, config.qualityMetric, config.minLabels)
+  if (shortfall && shortfall.worse > config.qualityMargin) {
+    const figure = (v: number) => v.toFixed(3)
+    return decision('rollback', 0, `canary realized ${config.qualityMetric} ${figure(shortfall.canary)} is worse than stable's ${figure(shortfall.stable)} by more than ${config.qualityMargin} (${canary.realized!.labels}/${stable.realized!.labels} labels)`)
   }
   if (verdict === 'critical' && streaks.critical_streak >= config.criticalWindows) {
     return decision('rollback', 0, `prediction drift critical for ${streaks.critical_streak} windows`)

@@ -14,7 +14,7 @@ const ENVIRONMENT = /^[a-z0-9]{1,16}$/
 const API_KEY = /^ei_[a-z0-9]{1,16}_[A-Za-z0-9_-]{43}$/
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
-export const SCOPES = ['predict', 'admin'] as const
+export const SCOPES = ['predict', 'admin', 'feedback'] as const
 export type Scope = (typeof SCOPES)[number]
 
 /** Whether a string has the shape of a key this edge issues (says nothing about validity). */

@@ -38,8 +38,14 @@ export class BackendRefusal extends Problem {
   }
 }
 
+/**
+ * A call the tier gave no answer to: the edge's deadline passed, the circuit was open, or the tier
+ * could not be reached. The tier's own monitor never counted it, so the edge does.
+ */
+export class Unanswered extends BackendRefusal {}
+
 /** The caller's deadline passed before `tier` answered. */
-export const deadlinePassed = (tier: string): BackendRefusal => new BackendRefusal(504, `no answer from the ${tier} within the request's deadline`)
+export const deadlinePassed = (tier: string): BackendRefusal => new Unanswered(504, `no answer from the ${tier} within the request's deadline`)
 
 /**
  * How the edge passes on an inference tier's refusal of an infer call, whichever tier it was:
@@ -152,7 +158,7 @@ export class HttpTransport implements Transport, ProtocolReader {
     const left = () => deadlineAt - this.now()
     if (left() < 1) throw deadlinePassed('inference tier')
     if (!breaker.allow()) {
-      throw new BackendRefusal(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
+      throw new Unanswered(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
     }
     for (let attempt = 0; ; attempt++) {
       const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker)
@@ -177,7 +183,7 @@ export class HttpTransport implements Transport, ProtocolReader {
       breaker.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
       if (timedOut) return deadlinePassed('inference tier')
-      return new BackendRefusal(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
+      return new Unanswered(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
     }
     if (res.status >= 500 && res.status !== 504) breaker.failure()
     else breaker.success()

@@ -13,6 +13,18 @@ import type { ValidateVariables } from '../validate/index.ts'
 import { type CanaryFallbackOptions, withCanaryFallback } from './canary-fallback.ts'
 import { deadlineAt } from './deadline.ts'
 import { dedupeInstances } from './dedupe.ts'
+import { Unanswered } from './http-transport.ts'
+import { inBackground } from '../../background.ts'
+import type { GroundTruthStore } from '../../quality/store.ts'
+
+/**
+ * A call the backend never answered, counted against its version for the rollout controller
+ * (the backend's own counts cannot hold it); a count that cannot be written is logged, not retried.
+ */
+const countUnanswered = (store: GroundTruthStore, model: string, version: number): Promise<void> =>
+  store.edgeFailure(model, version, Math.floor(Date.now() / 60_000)).catch((err: unknown) => {
+    console.log(JSON.stringify({ level: 'warn', msg: 'edge-side failure not counted', model, version, error: err instanceof Error ? err.message : String(err) }))
+  })
 
 /** What the inference tier answered for this request's rows, for `respond` to decode. */
 export interface Inference {
@@ -38,7 +50,7 @@ export interface ForwardVariables {
 export type ForwardNeeds = RequestIdVariables &
   TraceVariables &
   ValidateVariables &
-  RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport' | 'requestMetrics'> }
+  RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport' | 'requestMetrics' | 'groundTruth'> }
 
 export interface ForwardOptions {
   /** Deadline when the client sends no X-Request-Deadline-Ms. */
@@ -60,7 +72,8 @@ const widthOf = (spec: FeatureSpec): number => {
  * Packs the distinct instances into one tensor and sends it as one batch to the version the
  * request was routed to, through the isolate's transport (HTTP backend, circuit breaker, Lambda
  * fallback), within the caller's deadline counted from arrival, and decodes the answer: a
- * canary's error or non-finite output is retried on stable (`withCanaryFallback`).
+ * canary's error or non-finite output is retried on stable (`withCanaryFallback`). A call left
+ * unanswered (edge timeout, open circuit, unreachable) is counted against its version.
  */
 export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
   async function forward(c, next) {
@@ -82,9 +95,10 @@ export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, ca
     // Counted from arrival: time spent in auth, limits, enrichment and a cold catalog is the client's too.
     const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
-    const { transport } = c.get('isolate')
+    const { transport, groundTruth } = c.get('isolate')
     const { response, predictions } = await withCanaryFallback(c, deadline, async (version, deadlineAt, traceparent) => {
       const answer = await transport.infer({ model: model.name, version, request, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
+        if (err instanceof Unanswered) inBackground(c, countUnanswered(groundTruth, model.name, version))
         // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
         if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
         throw err

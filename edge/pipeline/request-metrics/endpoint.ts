@@ -4,8 +4,18 @@ import { normalizationExposition } from '../normalize/metrics.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Responder } from '../stage.ts'
 import { type ArmWeight, countedModels, requestMetricsExposition } from './exposition.ts'
+import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../../quality/exposition.ts'
+import { modelQuality } from '../../quality/quality-routes.ts'
 
-type MetricsNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'requestMetrics' | 'normalization' | 'rollouts' | 'catalog' | 'transport'> }
+type MetricsNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'requestMetrics' | 'normalization' | 'rollouts' | 'catalog' | 'transport' | 'groundTruth' | 'drift' | 'settings'> }
+
+/** Quality of every model with feedback on that the weights name; a model whose figures cannot be read is left out of this scrape. */
+const qualityOf = async (isolate: MetricsNeeds['isolate'], weights: readonly ArmWeight[], requestId: string) => {
+  const { feedbackModels } = isolate.settings
+  const models = [...new Set(weights.map((w) => w.model))].filter((m) => feedbackModels === 'all' || feedbackModels.has(m))
+  const settled = await Promise.allSettled(models.map((model) => modelQuality(isolate, model, SCRAPE_WINDOW_MINUTES, requestId)))
+  return settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
+}
 
 /**
  * Every arm's weight of every model the backend lists (when it cannot, of the models the counts
@@ -27,5 +37,6 @@ export const metricsEndpoint = (): Responder<MetricsNeeds> =>
     const isolate = c.get('isolate')
     const [normalization, tally] = await Promise.all([isolate.normalization.totals(), isolate.requestMetrics.totals()])
     const weights = await armWeights(isolate, c.get('requestId'), countedModels(tally))
-    return c.body(normalizationExposition(normalization) + requestMetricsExposition(tally, weights), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+    const quality = await qualityOf(isolate, weights, c.get('requestId'))
+    return c.body(normalizationExposition(normalization) + requestMetricsExposition(tally, weights) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   }

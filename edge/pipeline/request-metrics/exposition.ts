@@ -1,5 +1,5 @@
 import { labelValue } from '../normalize/metrics.ts'
-import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, REQUESTS, SUM_US, type Tally, field, fieldParts } from './store.ts'
+import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, FEEDBACK, REQUESTS, SUM_US, type Tally, field, fieldParts } from './store.ts'
 
 /** One arm's share of a model's traffic, as the rollout store holds it at scrape time. */
 export interface ArmWeight {
@@ -14,6 +14,7 @@ export const DURATION_METRIC = 'edge_infer_edge_request_duration_seconds'
 export const WEIGHT_METRIC = 'edge_infer_rollout_weight_percent'
 export const DECISIONS_METRIC = 'edge_infer_rollout_decisions_total'
 export const FALLBACKS_METRIC = 'edge_infer_edge_canary_fallbacks_total'
+export const FEEDBACK_METRIC = 'edge_infer_feedback_items_total'
 
 const labels = (pairs: ReadonlyArray<readonly [string, string]>): string => `{${pairs.map(([k, v]) => `${k}="${labelValue(v)}"`).join(',')}}`
 
@@ -81,13 +82,14 @@ export const countedModels = (tally: Tally): string[] => {
   return [...models]
 }
 
-/** Prometheus text exposition (0.0.4) of the request counts, their durations, canary fallbacks, the rollout weights and decisions. */
+/** Prometheus text exposition (0.0.4) of the request counts, their durations, canary fallbacks, feedback items, the rollout weights and decisions. */
 export const requestMetricsExposition = (tally: Tally, weights: readonly ArmWeight[]): string =>
   [
     ...family(REQUESTS_METRIC, 'counter', 'Requests the edge answered (refusals included) and shadow calls, by model, routed version, variant, status and the tier whose answer it was (edge: the edge answered itself).', requestSamples(tally)),
     ...family(DURATION_METRIC, 'histogram', 'Time from a request\'s arrival at the edge to its response (shadow calls: from sending to answer), by model, routed version and variant.', durationSamples(tally)),
     ...family(WEIGHT_METRIC, 'gauge', 'Share of a model\'s traffic each rollout arm gets, in percent, as the rollout store holds it now.', weights.map((w) => `${WEIGHT_METRIC}${labels([['model', w.model], ['version', String(w.version)], ['arm', w.arm]])} ${w.weight}`).sort()),
     ...family(FALLBACKS_METRIC, 'counter', 'Canary calls that failed (error, timeout or non-finite output) and were retried on the stable arm, by model, canary version and reason.', counterSamples(tally, FALLBACKS, FALLBACKS_METRIC, ['model', 'version', 'reason'])),
+    ...family(FEEDBACK_METRIC, 'counter', 'Feedback items (ground-truth labels) by the model of the prediction they label ("none" when no served record was found) and result: accepted, duplicate, unknown_or_expired, invalid_label, invalid_index.', counterSamples(tally, FEEDBACK, FEEDBACK_METRIC, ['model', 'result'])),
     ...family(DECISIONS_METRIC, 'counter', 'Rollout decisions and changes recorded in the rollout history, by model and action.', counterSamples(tally, DECISIONS, DECISIONS_METRIC, ['model', 'action'])),
     '',
   ].join('\n')

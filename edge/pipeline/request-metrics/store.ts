@@ -32,6 +32,7 @@ export const BUCKET = 'bucket'
 export const SUM_US = 'sum_us'
 export const DECISIONS = 'decisions'
 export const FALLBACKS = 'canary_fallbacks'
+export const FEEDBACK = 'feedback'
 
 export const field = (...parts: ReadonlyArray<string | number>): string => parts.join(SEPARATOR)
 export const fieldParts = (name: string): string[] => name.split(SEPARATOR)
@@ -103,7 +104,7 @@ const add = (tally: Tally, name: string, delta: number): void => {
 }
 
 /**
- * The edge's request, canary-fallback and rollout-decision counts. Recording is synchronous and touches only the
+ * The edge's request, canary-fallback, feedback and rollout-decision counts. Recording is synchronous and touches only the
  * isolate's memory: with Redis, the deltas go out in one pipelined batch at most every
  * `flushEveryMs` (sooner when many fields changed), in the background of a request, so Redis is
  * never on a request's path. A flush that fails or times out puts its deltas back for the next
@@ -164,6 +165,11 @@ export class RequestMetrics {
   /** A canary's failed call retried on stable: `version` is the canary's. */
   canaryFallback(model: string, version: string, reason: string): void {
     add(this.#counts, field(FALLBACKS, model, version, reason), 1)
+  }
+
+  /** One feedback item and what became of it; `model` is "none" when no served record named one. */
+  feedback(model: string, result: string): void {
+    add(this.#counts, field(FEEDBACK, model, result), 1)
   }
 
   decision(model: string, action: string): void {

@@ -9,8 +9,24 @@ import type { PredictableModel } from '../model/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
 import { type Prediction, predictionsOf } from './predictions.ts'
+import type { ServedRecord } from '../../quality/store.ts'
 
 type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>
+type RespondParts = ShadowParts & Pick<Isolate, 'groundTruth' | 'settings'>
+
+const feedbackOn = ({ settings }: Pick<Isolate, 'settings'>, model: PredictableModel): boolean =>
+  model.postprocess.labels.length === 2 && (settings.feedbackModels === 'all' || settings.feedbackModels.has(model.name))
+
+/**
+ * Keeps what a request was served (version, variant, P(labels[1]) per instance) for its labels to
+ * find; quality is binned over that score, so only two-label models are recorded. A record that
+ * cannot be written loses that request's feedback, never the answer.
+ */
+const recordServed = async (isolate: RespondParts, requestId: string, record: ServedRecord): Promise<void> => {
+  await isolate.groundTruth.serve(requestId, record, isolate.settings.feedbackTtlSeconds).catch((err: unknown) => {
+    console.log(JSON.stringify({ level: 'warn', msg: 'served prediction not recorded for feedback', model: record.model, request_id: requestId, error: err instanceof Error ? err.message : String(err) }))
+  })
+}
 
 /**
  * Sends the same rows to the shadow version and records how often it agrees with what the
@@ -37,10 +53,10 @@ const compareWithShadow = async ({ transport, requestMetrics }: ShadowParts, cal
 
 /**
  * Ends `POST /v1/models/{model}/predict`: one prediction per instance from the decoded rows
- * (duplicates fanned back out), starts the shadow comparison when the request has one,
- * and says which tier served it and where the time went.
+ * (duplicates fanned back out), starts the shadow comparison when the request has one, keeps
+ * what it served for feedback when the model has feedback on, and says which tier served it and where the time went.
  */
-export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate: ShadowParts }> =>
+export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate: RespondParts }> =>
   function respond(c) {
     const model = c.get('model')
     const { version, variant, shadow } = c.get('assignment')
@@ -54,6 +70,12 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate
         deadlineAt: Date.now() + (deadlineAt - receivedAt), ...callSpan(c, 'shadow'), shadow: true,
       }
       inBackground(c, compareWithShadow(c.get('isolate'), call, rows, model, version))
+    }
+    const isolate = c.get('isolate')
+    if (feedbackOn(isolate, model)) {
+      const [, positive] = model.postprocess.labels
+      const record = { model: model.name, version, variant, at: receivedAt, labels: model.postprocess.labels, scores: indexOf.map((i) => rows[i].scores[positive]) }
+      inBackground(c, recordServed(isolate, c.get('requestId'), record))
     }
     const res = c.json({
       model: model.name,

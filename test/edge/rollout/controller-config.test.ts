@@ -16,6 +16,9 @@ describe('controller config', () => {
       p95Ratio: 1.5,
       p95SlackMs: 5,
       maxWindowMinutes: 60,
+      minLabels: 200,
+      qualityMetric: 'accuracy',
+      qualityMargin: 0.05,
     })
   })
 
@@ -28,6 +31,8 @@ describe('controller config', () => {
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_MIN_ROWS: 'lots' })).toThrow(/CONTROLLER_MIN_ROWS/)
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_STEPS: '1,5,50' })).toThrow(/CONTROLLER_STEPS: the last step must be 100/)
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_STEPS: '5,1,100' })).toThrow(/CONTROLLER_STEPS: steps must increase/)
+    expect(controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_QUALITY_METRIC: 'roc_auc', CONTROLLER_MIN_LABELS: '50' })).toMatchObject({ qualityMetric: 'roc_auc', minLabels: 50 })
+    expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_QUALITY_METRIC: 'f1' })).toThrow(/CONTROLLER_QUALITY_METRIC/)
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_PSI_CRITICAL: '0.05' })).toThrow(/CONTROLLER_PSI_CRITICAL: must be at least the warning threshold/)
   })
 })

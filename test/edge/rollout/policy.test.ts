@@ -41,6 +41,30 @@ describe('rollback rules', () => {
     expect(enough.decision.action).toBe('rollback')
   })
 
+  it('rolls back a canary whose realized quality is worse than stable\'s by more than the margin, once both arms have the labels', () => {
+    const figures = (labels: number, accuracy: number) => ({ labels, accuracy, roc_auc: accuracy, log_loss: 1 - accuracy, ece: 0.01 })
+    const stable = window(2, { realized: figures(500, 0.82) })
+    const at = decide(input({ stable, canary: window(3, { realized: figures(500, 0.77) }) }))
+    expect(at.decision.action).toBe('step')
+    const over = decide(input({ stable, canary: window(3, { realized: figures(500, 0.76) }) }))
+    expect(over.decision).toMatchObject({ action: 'rollback', to_weight: 0 })
+    expect(over.decision.reason).toBe("canary realized accuracy 0.760 is worse than stable's 0.820 by more than 0.05 (500/500 labels)")
+    expect(over.decision.numbers.canary.realized).toMatchObject({ labels: 500, accuracy: 0.76 })
+    // Too few labels on either arm: the figure is not evidence yet.
+    expect(decide(input({ stable: window(2, { realized: figures(199, 0.82) }), canary: window(3, { realized: figures(500, 0.5) }) })).decision.action).toBe('step')
+    expect(decide(input({ stable, canary: window(3, { realized: figures(199, 0.5) }) })).decision.action).toBe('step')
+    // Log loss is worse when higher; AUC as accuracy.
+    const byLoss = { ...config, qualityMetric: 'log_loss' as const }
+    expect(decide(input({ config: byLoss, stable, canary: window(3, { realized: { ...figures(500, 0.82), log_loss: 0.24 } }) })).decision.action).toBe('rollback')
+    expect(decide(input({ config: byLoss, stable, canary: window(3, { realized: { ...figures(500, 0.82), log_loss: 0.12 } }) })).decision.action).toBe('step')
+  })
+
+  it('counts calls that failed at the edge into the error rate it quotes', () => {
+    const { decision } = decide(input({ stable: window(2, { requests: 1_000, errors: 0 }), canary: window(3, { requests: 300, errors: 100, edge_failures: 100 }) }))
+    expect(decision).toMatchObject({ action: 'rollback' })
+    expect(decision.numbers.canary).toMatchObject({ edge_failures: 100, errors: 100 })
+  })
+
   it('rolls back on the third critical prediction-drift window, holding on the first two', () => {
     const canary = shifted(3, 2.5)
     const first = decide(input({ canary, rollout: canaryRollout(5) }))

@@ -1,0 +1,75 @@
+import { Hono } from 'hono'
+import { qualityFigures, type QualityFigures } from '../../shared/quality.ts'
+import type { AppEnv } from '../env.ts'
+import type { Isolate } from '../isolate.ts'
+import { Problem } from '../problem.ts'
+import { quoteInput } from '../../shared/quote-input.ts'
+import { realizedQuality } from '../rollout/edge-counted-source.ts'
+import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES } from './store.ts'
+
+/** One version's realized figures (from feedback) beside the backend's label-free estimate of them. */
+export interface VersionQuality {
+  version: number
+  realized: (QualityFigures & { positives: number }) | null
+  /** CBPE from the backend's drift report over the same window; null when it sent none (or could not be asked). */
+  estimated: QualityFigures | null
+  /** Labels per delay bucket, `le` in seconds (the last bucket `+Inf`), not cumulative. */
+  label_delay: Array<{ le: number | '+Inf'; labels: number }>
+  /** Calls to this version that failed at the edge without an answer from the backend. */
+  edge_failures: number
+}
+
+const WINDOW = /^([1-9][0-9]{0,4})(m|h)$/
+
+export const windowMinutesOf = (raw: string): number => {
+  const match = WINDOW.exec(raw)
+  const minutes = match ? Number(match[1]) * (match[2] === 'h' ? 60 : 1) : Number.NaN
+  if (!(minutes >= 1 && minutes <= MAX_QUALITY_WINDOW_MINUTES)) {
+    throw new Problem(400, 'Bad Request', `window must be minutes or hours such as 15m or 6h, at most ${MAX_QUALITY_WINDOW_MINUTES / 60}h; got ${quoteInput(raw)}`, { slug: 'invalid-window' })
+  }
+  return minutes
+}
+
+/** The backend's estimate of a version's quality over the window, when its drift report carries one. */
+const estimatedOf = async (isolate: Pick<Isolate, 'drift'>, model: string, version: number, window: string, requestId: string): Promise<QualityFigures | null> => {
+  if (!isolate.drift) return null
+  const report = await isolate.drift.report(model, version, window, requestId).catch(() => undefined)
+  const raw = (report as { prediction?: { estimated_quality?: unknown } } | undefined)?.prediction?.estimated_quality
+  const parsed = qualityFigures.safeParse(raw)
+  return parsed.success ? parsed.data : null
+}
+
+/** Every served version's quality over the last `minutes`, realized and estimated. */
+export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth' | 'drift'>, model: string, minutes: number, requestId: string): Promise<{ model: string; window_minutes: number; versions: VersionQuality[] }> => {
+  const described = await isolate.catalog.describe(model, requestId)
+  const threshold = described.postprocess?.threshold
+  const to = Math.floor(Date.now() / 60_000)
+  const versions = await Promise.all(described.versions.map(async (version): Promise<VersionQuality> => {
+    const [counts, estimated] = await Promise.all([
+      isolate.groundTruth.window(described.name, version, to - minutes + 1, to).catch(() => {
+        throw new Problem(503, 'Service Unavailable', 'the feedback counts cannot be read right now; retry shortly', { slug: 'quality-unavailable', headers: { 'retry-after': '1' } })
+      }),
+      estimatedOf(isolate, described.name, version, `${minutes}m`, requestId),
+    ])
+    const figures = realizedQuality(counts, threshold)
+    return {
+      version,
+      realized: figures ? { ...figures, positives: counts.bins.reduce((sum, b) => sum + b.positives, 0) } : null,
+      estimated,
+      label_delay: counts.delays.map((labels, i) => ({ le: i < DELAY_BUCKETS.length ? DELAY_BUCKETS[i] : '+Inf', labels })),
+      edge_failures: counts.edgeFailures,
+    }
+  }))
+  return { model: described.name, window_minutes: minutes, versions }
+}
+
+/**
+ * `GET /v1/models/{m}/quality[?window=60m]` (admin scope, mounted behind auth): per served version,
+ * realized quality from the feedback labels that arrived in the window (every isolate's, merged in
+ * Redis), beside the backend's label-free estimate (CBPE) of the same figures for that window.
+ */
+export const qualityRoutes = () =>
+  new Hono<AppEnv>().get('/v1/models/:model/quality', async (c) => {
+    const minutes = windowMinutesOf(c.req.query('window') ?? '60m')
+    return c.json(await modelQuality(c.get('isolate'), c.req.param('model'), minutes, c.get('requestId')))
+  })

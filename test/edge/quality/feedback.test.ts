@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApp } from '../../../edge/app.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
+import { MAX_FEEDBACK_ITEMS } from '../../../edge/quality/feedback-routes.ts'
+import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
+import { applicant } from '../../backend/support/applicants.ts'
+
+/**
+ * Feedback end to end in one isolate (no Redis): predictions through the real backend, recorded
+ * for the model with feedback on, labelled through `POST /v1/feedback`, and the labels' realized
+ * quality on `GET /v1/models/{m}/quality` and `/metrics`.
+ */
+
+let backend: BackendProcess
+let app: ReturnType<typeof createApp>
+const keys = { client: generateApiKey('test'), labeller: generateApiKey('test'), admin: generateApiKey('test') }
+const env = { BACKEND_URL: '', FEEDBACK_MODELS: 'credit-risk', MAX_INSTANCES: '64' }
+
+const instance = (i: number) => {
+  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
+  return request
+}
+
+const call = (path: string, key: string, body?: unknown) =>
+  app.request(path, body === undefined ? { headers: { authorization: `Bearer ${key}` } } : { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }, env)
+
+interface Predicted {
+  request_id: string
+  version: string
+  predictions: Array<{ label: string; scores: Record<string, number> }>
+}
+
+const predict = async (instances: number[], requestId: string, version?: number): Promise<Predicted> => {
+  const res = await app.request('/v1/models/credit-risk/predict', {
+    method: 'POST',
+    body: JSON.stringify({ instances: instances.map(instance), entity: { user_id: 'u-1' } }),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.client}`, 'x-request-id': requestId, ...(version ? { 'x-model-version': String(version) } : {}) },
+  }, env)
+  expect(res.status).toBe(200)
+  return (await res.json()) as Predicted
+}
+
+const feedback = async (body: unknown) => {
+  const res = await call('/v1/feedback', keys.labeller, body)
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { results: Array<{ result: string; index: number | null; detail?: string }> } }
+}
+
+beforeAll(async () => {
+  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
+  env.BACKEND_URL = backend.url
+  const store = new MemoryKeyStore([
+    { name: 'web', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 10_000 },
+    { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
+    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 10_000 },
+  ])
+  app = createApp({ parts: { keys: store } })
+})
+
+afterAll(async () => {
+  await backend?.stop()
+})
+
+describe('POST /v1/feedback', () => {
+  it('answers each item: accepted, duplicate (the first label stands), unknown, invalid label or index', async () => {
+    const one = await predict([1], 'feedback-test-one')
+    const three = await predict([2, 3, 4], 'feedback-test-three')
+    const { status, body } = await feedback([
+      { request_id: one.request_id, label: 'high_risk' },
+      { request_id: one.request_id, label: 'low_risk' },
+      { request_id: three.request_id, label: 'low_risk' },
+      { request_id: three.request_id, label: 'low_risk', index: 2 },
+      { request_id: three.request_id, label: 'low_risk', index: 3 },
+      { request_id: three.request_id, label: 'maybe', index: 1 },
+      { request_id: 'never-served-0001', label: 'low_risk' },
+    ])
+    expect(status).toBe(200)
+    expect(body.results.map((r) => `${r.result}@${r.index}`)).toEqual(['accepted@0', 'duplicate@0', 'invalid_index@null', 'accepted@2', 'invalid_index@3', 'invalid_label@1', 'unknown_or_expired@null'])
+    expect(body).toMatchObject({ accepted: 2, duplicate: 1, unknown_or_expired: 1, invalid_label: 1, invalid_index: 2 })
+    expect(body.results[2].detail).toMatch(/3 instances: name one with "index"/)
+    // One item alone, not in an array, is a batch of one.
+    expect((await feedback({ request_id: three.request_id, label: 'high_risk', index: 0 })).body).toMatchObject({ accepted: 1, results: [{ result: 'accepted', index: 0 }] })
+  })
+
+  it('refuses a malformed body whole, with a problem naming the field, and needs the feedback scope', async () => {
+    for (const bad of [{ label: 'x' }, [], { request_id: 'feedback-test-one', label: 'high_risk', index: -1 }, { request_id: 'feedback-test-one', label: 'high_risk', extra: 1 }]) {
+      const res = await call('/v1/feedback', keys.labeller, bad)
+      expect(res.status, JSON.stringify(bad)).toBe(400)
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/)
+      expect(((await res.json()) as { errors: unknown[] }).errors.length).toBeGreaterThan(0)
+    }
+    const tooMany = Array.from({ length: MAX_FEEDBACK_ITEMS + 1 }, () => ({ request_id: 'feedback-test-one', label: 'high_risk' }))
+    expect((await call('/v1/feedback', keys.labeller, tooMany)).status).toBe(400)
+    expect((await call('/v1/feedback', keys.labeller, '{"request_id": ')).status).toBe(400)
+    expect((await call('/v1/feedback', keys.client, { request_id: 'feedback-test-one', label: 'high_risk' })).status).toBe(403)
+    expect((await call('/v1/feedback', keys.admin, { request_id: 'feedback-test-one', label: 'high_risk' })).status).toBe(403)
+  })
+
+  it('counts the labels into the served version\'s realized quality, shown on the quality route and /metrics', async () => {
+    // Version 1, which nothing else here labels: 40 rows labelled with what it predicted, 10 with the opposite.
+    const served = await predict(Array.from({ length: 50 }, (_, i) => 100 + i), 'feedback-test-quality', 1)
+    const items = served.predictions.map((p, index) => ({ request_id: served.request_id, index, label: index < 40 ? p.label : p.label === 'high_risk' ? 'low_risk' : 'high_risk' }))
+    expect((await feedback(items)).body).toMatchObject({ accepted: 50 })
+    const res = await call('/v1/models/credit-risk/quality?window=15m', keys.admin)
+    expect(res.status).toBe(200)
+    const quality = (await res.json()) as { window_minutes: number; versions: Array<{ version: number; realized: { labels: number; accuracy: number; log_loss: number } | null; edge_failures: number; label_delay: Array<{ labels: number }> }> }
+    expect(quality.window_minutes).toBe(15)
+    const v1 = quality.versions.find((v) => v.version === 1)!
+    expect(v1.realized).toMatchObject({ labels: 50, accuracy: 0.8 })
+    const logLoss = items.reduce((sum, item, i) => sum - Math.log(served.predictions[i].scores[item.label]), 0) / 50
+    expect(v1.realized!.log_loss).toBeCloseTo(logLoss, 4)
+    expect(v1.label_delay[0].labels).toBe(50)
+    expect(v1.edge_failures).toBe(0)
+    // Version 2 has the earlier test's three accepted labels.
+    expect(quality.versions.find((v) => v.version === 2)!.realized!.labels).toBe(3)
+    const metrics = await (await call('/metrics', keys.admin)).text()
+    expect(metrics).toContain('edge_infer_realized_accuracy{model="credit-risk",version="1"} 0.8')
+    expect(metrics).toContain('edge_infer_realized_labels{model="credit-risk",version="2"} 3')
+    expect(metrics).toMatch(/edge_infer_feedback_items_total\{model="credit-risk",result="accepted"\} 53/)
+    expect(metrics).toMatch(/edge_infer_feedback_items_total\{model="none",result="unknown_or_expired"\} 1/)
+    expect((await call('/v1/models/credit-risk/quality?window=2d', keys.admin)).status).toBe(400)
+    expect((await call('/v1/models/credit-risk/quality', keys.client)).status).toBe(403)
+  })
+})
