@@ -20,6 +20,16 @@ export interface PinnedTraffic {
   /** Of the applicant generator: each seed is a different sample of the training distribution. */
   seed: number
   edit?: (applicant: Applicant) => Applicant
+  /** Sent as X-Request-Deadline-Ms: how long each request may take. */
+  deadlineMs?: number
+  /** Each answered request's id and its rows' true labels (1 = labels[1]), for feedback. */
+  answered?: (answer: LabelledAnswer) => void
+}
+
+/** A predict request the edge answered, with the generator's ground truth for its instances. */
+export interface LabelledAnswer {
+  request_id: string
+  labels: number[]
 }
 
 /**
@@ -28,17 +38,37 @@ export interface PinnedTraffic {
  * the feature store, so the entity features the applicants carry stand where the spec lets them
  * override (the canary repository's does).
  */
-export const sendPinnedTraffic = async ({ edgeUrl, key, model, version, rows, seed, edit = (a) => a }: PinnedTraffic): Promise<Map<number, number>> => {
-  const applicants = generateApplicants(rows, seed).applicants.map(edit)
+export const sendPinnedTraffic = async ({ edgeUrl, key, model, version, rows, seed, edit = (a) => a, deadlineMs, answered }: PinnedTraffic): Promise<Map<number, number>> => {
+  const sample = generateApplicants(rows, seed)
+  const applicants = sample.applicants.map(edit)
   const statuses = new Map<number, number>()
   for (let at = 0; at < rows; at += ROWS_PER_REQUEST) {
     const res = await fetch(`${edgeUrl}/v1/models/${model}/predict`, {
       method: 'POST',
-      headers: { 'x-api-key': key, 'content-type': 'application/json', 'x-model-version': String(version) },
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'x-model-version': String(version), ...(deadlineMs ? { 'x-request-deadline-ms': String(deadlineMs) } : {}) },
       body: JSON.stringify({ instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `synthetic-${seed}` } }),
     })
-    await res.arrayBuffer()
+    if (answered && res.status === 200) answered({ request_id: ((await res.json()) as { request_id: string }).request_id, labels: [...sample.labels.subarray(at, at + ROWS_PER_REQUEST)] })
+    else await res.arrayBuffer()
     statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
   }
   return statuses
+}
+
+/** Most items per feedback request: the edge's limit. */
+const FEEDBACK_BATCH = 1_000
+
+/**
+ * Sends each answered row's true label as feedback (`labels[label]` names it), in batches;
+ * resolves with how many items got each result.
+ */
+export const sendFeedback = async (edgeUrl: string, key: string, answers: readonly LabelledAnswer[], labels: readonly string[]): Promise<Record<string, number>> => {
+  const items = answers.flatMap((a) => a.labels.map((label, index) => ({ request_id: a.request_id, index, label: labels[label] })))
+  const results: Record<string, number> = {}
+  for (let at = 0; at < items.length; at += FEEDBACK_BATCH) {
+    const res = await fetch(`${edgeUrl}/v1/feedback`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(items.slice(at, at + FEEDBACK_BATCH)) })
+    if (res.status !== 200) throw new Error(`feedback answered ${res.status}: ${await res.text()}`)
+    for (const r of ((await res.json()) as { results: Array<{ result: string }> }).results) results[r.result] = (results[r.result] ?? 0) + 1
+  }
+  return results
 }

@@ -1,0 +1,143 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
+import type { Rollout } from '../../edge/rollout/rollout.ts'
+import { listen, readBody } from '../../infra/local/http-server.ts'
+import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
+import { type LabelledAnswer, ROWS_PER_REQUEST, canaryRollout, sendFeedback, sendPinnedTraffic } from '../../infra/local/canary-traffic.ts'
+import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { startWorker, type RunningWorker } from './support/workerd.ts'
+
+/**
+ * What only the edge can see, end to end: the bundled worker in real workerd, the real backend
+ * counting into a real redis-server, and between them a pass-through proxy that can stop
+ * answering one version's infer calls. A label-flipped canary (its prediction histogram the
+ * stable arm's) is caught by realized quality from feedback; a canary whose calls time out at
+ * the edge, which the backend never sees, is caught by the edge's own failure counts.
+ */
+
+const TOKEN = 'quality-canary-e2e-token-0123456'
+const MODEL = 'credit-risk'
+const LABELS = ['low_risk', 'high_risk']
+/** The version whose infer calls the proxy leaves hanging. */
+const HANGING = 4
+
+let repository: Awaited<ReturnType<typeof createCanaryRepository>>
+let upstash: UpstashRedis
+let backend: BackendProcess
+let proxy: { url: string; close(): Promise<void> }
+let worker: RunningWorker
+const keys = { client: generateApiKey('test'), labeller: generateApiKey('test'), admin: generateApiKey('test') }
+let seed = 70_000
+
+const edge = (path: string, init: RequestInit = {}) =>
+  fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': keys.admin, 'content-type': 'application/json', ...init.headers } })
+
+const putRollout = async (rollout: unknown) => {
+  const current = await edge(`/v1/models/${MODEL}/rollout`)
+  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
+  expect(res.status, await res.clone().text()).toBe(200)
+}
+const weights = async () => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
+const history = async (): Promise<HistoryEntry[]> => ((await (await edge(`/v1/models/${MODEL}/rollout/history`)).json()) as { entries: HistoryEntry[] }).entries
+const tick = async () => expect((await (await worker.mf.getWorker()).scheduled({ cron: '* * * * *', scheduledTime: new Date() })).outcome).toBe('ok')
+
+/** `rows` applicants pinned to `version`, each answered row then labelled with its true label. */
+const labelledTraffic = async (version: number, rows: number) => {
+  const answers: LabelledAnswer[] = []
+  const statuses = await sendPinnedTraffic({ edgeUrl: worker.url, key: keys.client, model: MODEL, version, rows, seed: seed++, answered: (a) => answers.push(a) })
+  expect([...statuses.keys()]).toEqual([200])
+  return sendFeedback(worker.url, keys.labeller, answers, LABELS)
+}
+
+/** Passes everything through to the backend, except infer calls to `HANGING`, which get no answer at all. */
+const startProxy = async (target: string) => {
+  const held: ServerResponse[] = []
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const body = await readBody(req, 16 << 20)
+    if (req.url?.includes(`/versions/${HANGING}/infer`)) return void held.push(res)
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && k !== 'host' && k !== 'content-length') as Array<[string, string]>)
+    const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, ...(req.method === 'GET' ? {} : { body }) })
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
+    res.end(Buffer.from(await answer.arrayBuffer()))
+  })
+  const url = await listen(server, 0, '127.0.0.1')
+  return {
+    url,
+    close: () => {
+      for (const res of held) res.destroy()
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+beforeAll(async () => {
+  // 1 and 3: the demo network; 2: half the applicants (the riskiest) ranked upside down; 4: the demo network behind a proxy that hangs.
+  repository = await createCanaryRepository({ 1: 'same', 2: { labelFlip: 0.5 }, 3: 'same', 4: 'same' })
+  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
+  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
+  proxy = await startProxy(backend.url)
+  worker = await startWorker({
+    BACKEND_URL: proxy.url,
+    API_KEYS: JSON.stringify([
+      { name: 'app', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
+      { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 1_000_000 },
+      { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
+    ]),
+    MAX_INSTANCES: String(ROWS_PER_REQUEST),
+    UPSTASH_REDIS_REST_URL: upstash.adapter.url,
+    UPSTASH_REDIS_REST_TOKEN: TOKEN,
+    FEEDBACK_MODELS: MODEL,
+    CONTROLLER_DWELL_MINUTES: '0',
+    CONTROLLER_CLEAN_WINDOWS: '1',
+    CONTROLLER_MIN_REQUESTS: '10',
+    CONTROLLER_MIN_LABELS: '500',
+    CONTROLLER_P95_SLACK_MS: '1000',
+  })
+})
+
+afterAll(async () => {
+  await worker?.dispose()
+  await proxy?.close()
+  await backend?.stop()
+  await upstash?.stop()
+  await repository?.remove()
+})
+
+describe('what only the edge sees, in workerd', () => {
+  it('rolls back a label-flipped canary on realized quality, where prediction drift sees nothing', async () => {
+    await putRollout(canaryRollout(1, 2))
+    expect(await labelledTraffic(1, 1_100)).toEqual({ accepted: 1_100 })
+    expect(await labelledTraffic(2, 1_100)).toEqual({ accepted: 1_100 })
+    await tick()
+    expect(await weights()).toEqual(['stable:v1=100', 'canary:v2=0'])
+    const [decision] = await history()
+    expect(decision).toMatchObject({ actor: 'controller', action: 'rollback', from_weight: 1, to_weight: 0 })
+    expect(decision.reason).toMatch(/^canary realized accuracy 0\.\d+ is worse than stable's 0\.\d+ by more than 0\.05 \(1100\/1100 labels\)$/)
+    const n = decision.numbers!
+    // Drift alone would have stepped it: the two prediction histograms agree.
+    expect(n.psi).not.toBeNull()
+    expect(n.psi!).toBeLessThan(n.psi_warning)
+    expect(n.stable.realized!.accuracy! - n.canary.realized!.accuracy!).toBeGreaterThan(0.1)
+    // The quality route shows the same labels, beside whatever estimate the backend reports.
+    const quality = (await (await edge(`/v1/models/${MODEL}/quality?window=15m`)).json()) as { versions: Array<{ version: number; realized: { labels: number } | null }> }
+    expect(quality.versions.filter((v) => v.version <= 2).map((v) => [v.version, v.realized?.labels])).toEqual([[1, 1_100], [2, 1_100]])
+  })
+
+  it('rolls back a canary whose calls time out at the edge, which the backend never counted', async () => {
+    await putRollout(canaryRollout(3, HANGING))
+    await sendPinnedTraffic({ edgeUrl: worker.url, key: keys.client, model: MODEL, version: 3, rows: 1_100, seed: seed++ })
+    const statuses = await sendPinnedTraffic({ edgeUrl: worker.url, key: keys.client, model: MODEL, version: HANGING, rows: 1_100, seed: seed++, deadlineMs: 200 })
+    // Timeouts until the circuit opens, then refusals: none reached the backend.
+    expect([...statuses.keys()].sort()).toEqual([503, 504])
+    await tick()
+    expect(await weights()).toEqual(['stable:v3=100', `canary:v${HANGING}=0`])
+    const [decision] = await history()
+    expect(decision).toMatchObject({ action: 'rollback', from_weight: 1, to_weight: 0 })
+    expect(decision.reason).toMatch(/^canary error rate 100\.00% exceeds stable's 0\.00%/)
+    expect(decision.numbers!.canary).toMatchObject({ requests: 18, errors: 18, edge_failures: 18, rows: 0 })
+  })
+})
