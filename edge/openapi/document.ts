@@ -124,6 +124,7 @@ const parameters: Record<string, JsonObject> = {
   ConsoleFile: { name: 'file', in: 'path', required: true, description: 'a built file\'s name, as the console page names it', schema: { type: 'string' } },
   HistoryLimit: { name: 'limit', in: 'query', required: false, description: 'how many entries, newest first', schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } },
   DriftWindow: { name: 'window', in: 'query', required: false, description: 'minutes (90) or a duration (15m, 2h), at most 3 h', schema: { type: 'string', default: '15m' } },
+  QualityWindow: { name: 'window', in: 'query', required: false, description: 'the last minutes or hours of label arrivals (15m, 6h), at most 24 h', schema: { type: 'string', pattern: '^[1-9][0-9]{0,4}(m|h)$', default: '60m' } },
 }
 type ParameterName = keyof typeof parameters
 const param = (name: ParameterName): JsonObject => ({ $ref: `#/components/parameters/${name}` })
@@ -174,7 +175,7 @@ const ok = (description: string, schema: JsonObject, headerNames: readonly Heade
 })
 
 /** Who may call: the `predict` or `admin` scope by API key, or nobody's key (probes). */
-type Guard = 'predict' | 'admin' | 'none'
+type Guard = 'predict' | 'admin' | 'feedback' | 'none'
 const SECURITY: JsonObject[] = [{ bearer: [] }, { apiKey: [] }]
 /** What a guarded operation can be refused with before its handler runs: auth, its key store, the limiter, the edge itself. */
 const GUARD_PROBLEMS: ProblemStatus[] = [401, 403, 429, 500, 503]
@@ -369,6 +370,30 @@ const operations: Record<string, Record<string, OperationSpec>> = {
       problems: [400, 404, 502],
     },
   },
+  '/v1/models/{model}/quality': {
+    get: {
+      operationId: 'getModelQuality',
+      summary: 'Realized quality from feedback beside the label-free estimate, per version',
+      description: 'Per served version: accuracy (by the model threshold), binned ROC AUC, log loss and ECE of the feedback labels that arrived in the window, merged across isolates; the backend\'s CBPE estimate of the same figures for the window, when its drift report carries one; label delays; calls the backend never answered.',
+      tag: 'rollout',
+      guard: 'admin',
+      parameters: ['Model', 'QualityWindow'],
+      answers: { '200': ok('the quality of each version', ref('ModelQuality'), RATE_LIMIT) },
+      problems: [400, 404, 502],
+    },
+  },
+  '/v1/feedback': {
+    post: {
+      operationId: 'postFeedback',
+      summary: 'Ground-truth labels for served predictions',
+      description: 'One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted, duplicate (the first label of an instance stands), unknown_or_expired (never recorded or past its TTL), invalid_label, invalid_index. Nothing is silently dropped.',
+      tag: 'feedback',
+      guard: 'feedback',
+      body: ref('FeedbackRequest'),
+      answers: { '200': ok('the result of each item', ref('FeedbackResponse'), RATE_LIMIT) },
+      problems: BODY_PROBLEMS,
+    },
+  },
   '/v2/models/{model}/infer': { post: inferOperation('infer', 'Infer (Open Inference Protocol), routed by the rollout', ['Model']) },
   '/v2/models/{model}/versions/{version}/infer': { post: inferOperation('inferVersion', 'Infer on a version (Open Inference Protocol)', ['Model', 'Version']) },
   '/v2/models/{model}': { get: metadataOperation('getModelMetadata', 'Model metadata (Open Inference Protocol)', ['Model']) },
@@ -388,6 +413,7 @@ const TAGS = [
   { name: 'catalog', description: 'The models a client may call and how to call them.' },
   { name: 'rollout', description: 'Traffic split, canary, history and drift of a model (admin scope).' },
   { name: 'inference', description: 'Open Inference Protocol (KServe V2) pass-through to the backend.' },
+  { name: 'feedback', description: 'Ground-truth labels for what the edge served (feedback scope).' },
   { name: 'admin', description: 'Operator endpoints (admin scope).' },
   { name: 'meta', description: 'The edge itself.' },
 ]

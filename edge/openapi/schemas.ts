@@ -2,6 +2,9 @@ import { z } from 'zod'
 import { BATCH_REASONS } from '../../shared/protocol.ts'
 import { DATATYPES } from '../../shared/datatypes.ts'
 import { controllerDriftReport } from '../../shared/drift/report.ts'
+import { qualityFigures } from '../../shared/quality.ts'
+import { feedbackRequest, feedbackResponse } from '../quality/feedback-routes.ts'
+import { modelQualityResponse } from '../quality/quality-routes.ts'
 import { feature } from '../../shared/feature-spec.ts'
 import { rolloutSchema } from '../rollout/rollout.ts'
 
@@ -130,6 +133,8 @@ const armNumbers = z.object({
   error_rate: z.number(),
   nan_outputs: z.number(),
   p95_ms: z.number().nullable(),
+  edge_failures: z.number().optional().describe('of requests and errors: calls the backend never answered (edge timeout, open circuit), counted at the edge'),
+  realized: qualityFigures.nullable().optional().describe('realized quality from feedback labels in the window'),
 })
 
 export const historyEntry = z.object({
@@ -190,6 +195,7 @@ export const health = z.object({ ok: z.literal(true), request_id: z.string() })
 /** The components, by name: requests are described as clients send them (defaults optional), responses as the edge answers. */
 export const requestSchemas = {
   PredictRequest: predictRequest,
+  FeedbackRequest: feedbackRequest,
   InferRequest: inferRequest,
   RolloutInput: rolloutSchema,
   RolloutPut: rolloutPut,
@@ -216,6 +222,8 @@ export const responseSchemas = {
   RolloutHistory: rolloutHistory,
   DriftReport: driftReport,
   BackendStats: backendStats,
+  FeedbackResponse: feedbackResponse,
+  ModelQuality: modelQualityResponse,
 } as const
 
 export type RequestSchemaName = keyof typeof requestSchemas

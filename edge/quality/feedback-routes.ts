@@ -15,16 +15,25 @@ const item = z.strictObject({
   index: z.number().int().min(0).optional().describe('the instance of the request; may be left out only when the request had one'),
 })
 
-const body = z.union([item, z.array(item).min(1, 'must hold at least one item').max(MAX_FEEDBACK_ITEMS, `must hold at most ${MAX_FEEDBACK_ITEMS} items`)])
+/** `POST /v1/feedback`'s body: one item, or an array of them. */
+export const feedbackRequest = z.union([item, z.array(item).min(1, 'must hold at least one item').max(MAX_FEEDBACK_ITEMS, `must hold at most ${MAX_FEEDBACK_ITEMS} items`)])
 
-export type FeedbackResult = 'accepted' | 'duplicate' | 'unknown_or_expired' | 'invalid_label' | 'invalid_index'
+const FEEDBACK_RESULTS = ['accepted', 'duplicate', 'unknown_or_expired', 'invalid_label', 'invalid_index'] as const
+export type FeedbackResult = (typeof FEEDBACK_RESULTS)[number]
 
-export interface FeedbackItemResult {
-  request_id: string
-  index: number | null
-  result: FeedbackResult
-  detail?: string
-}
+const itemResult = z.object({
+  request_id: z.string(),
+  index: z.number().int().nullable().describe('the instance labelled; null when the item named none and none could be taken'),
+  result: z.enum(FEEDBACK_RESULTS),
+  detail: z.string().optional(),
+})
+type FeedbackItemResult = z.infer<typeof itemResult>
+
+/** The answer: how many items got each result, and each item's, in the order sent. */
+export const feedbackResponse = z.object({
+  ...Object.fromEntries(FEEDBACK_RESULTS.map((r) => [r, z.number().int().nonnegative()])) as Record<FeedbackResult, z.ZodNumber>,
+  results: z.array(itemResult),
+})
 
 const unavailable = (what: string) =>
   new Problem(503, 'Service Unavailable', `the served-prediction store could not ${what} right now; nothing was recorded, retry shortly`, { slug: 'feedback-unavailable', headers: { 'retry-after': '1' } })
@@ -46,7 +55,7 @@ const instanceOf = (record: ServedRecord, index: number | undefined): number | s
  */
 export const feedbackRoutes = () =>
   new Hono<AppEnv>().post('/v1/feedback', async (c) => {
-    const parsed = body.safeParse(jsonBody(c.get('bodyText')))
+    const parsed = feedbackRequest.safeParse(jsonBody(c.get('bodyText')))
     if (!parsed.success) {
       const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
       throw new Problem(400, 'Bad Request', `the feedback is invalid: send {"request_id", "label", "index"?} or an array of up to ${MAX_FEEDBACK_ITEMS} of them`, { slug: 'invalid-feedback', errors })
@@ -88,7 +97,7 @@ export const feedbackRoutes = () =>
       await groundTruth.unmark(first.map((p) => p.key)).catch(() => {})
       throw unavailable('count the labels')
     })
-    const tally = { accepted: 0, duplicate: 0, unknown_or_expired: 0, invalid_label: 0, invalid_index: 0 } satisfies Record<FeedbackResult, number>
+    const tally = Object.fromEntries(FEEDBACK_RESULTS.map((r) => [r, 0])) as Record<FeedbackResult, number>
     results.forEach((r, i) => {
       tally[r.result]++
       // The records name only models the catalog described when they were served.

@@ -1,4 +1,5 @@
 import { Hono } from 'hono'
+import { z } from 'zod'
 import { qualityFigures, type QualityFigures } from '../../shared/quality.ts'
 import type { AppEnv } from '../env.ts'
 import type { Isolate } from '../isolate.ts'
@@ -8,16 +9,17 @@ import { realizedQuality } from '../rollout/edge-counted-source.ts'
 import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES } from './store.ts'
 
 /** One version's realized figures (from feedback) beside the backend's label-free estimate of them. */
-export interface VersionQuality {
-  version: number
-  realized: (QualityFigures & { positives: number }) | null
-  /** CBPE from the backend's drift report over the same window; null when it sent none (or could not be asked). */
-  estimated: QualityFigures | null
-  /** Labels per delay bucket, `le` in seconds (the last bucket `+Inf`), not cumulative. */
-  label_delay: Array<{ le: number | '+Inf'; labels: number }>
-  /** Calls to this version that failed at the edge without an answer from the backend. */
-  edge_failures: number
-}
+const versionQuality = z.object({
+  version: z.number().int(),
+  realized: qualityFigures.extend({ positives: z.number().nonnegative() }).nullable().describe('from the feedback labels that arrived in the window; null when the threshold is not a bin edge'),
+  estimated: qualityFigures.nullable().describe("CBPE from the backend's drift report over the same window; null when it sent none or could not be asked"),
+  label_delay: z.array(z.object({ le: z.union([z.number(), z.literal('+Inf')]), labels: z.number().nonnegative() })).describe('labels per delay bucket (seconds from serving to label), not cumulative'),
+  edge_failures: z.number().nonnegative().describe('calls to this version that failed at the edge without an answer from the backend'),
+})
+export type VersionQuality = z.infer<typeof versionQuality>
+
+/** `GET /v1/models/{m}/quality`'s answer. */
+export const modelQualityResponse = z.object({ model: z.string(), window_minutes: z.number().int(), versions: z.array(versionQuality) })
 
 const WINDOW = /^([1-9][0-9]{0,4})(m|h)$/
 
@@ -40,7 +42,7 @@ const estimatedOf = async (isolate: Pick<Isolate, 'drift'>, model: string, versi
 }
 
 /** Every served version's quality over the last `minutes`, realized and estimated. */
-export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth' | 'drift'>, model: string, minutes: number, requestId: string): Promise<{ model: string; window_minutes: number; versions: VersionQuality[] }> => {
+export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth' | 'drift'>, model: string, minutes: number, requestId: string): Promise<z.infer<typeof modelQualityResponse>> => {
   const described = await isolate.catalog.describe(model, requestId)
   const threshold = described.postprocess?.threshold
   const to = Math.floor(Date.now() / 60_000)

@@ -230,6 +230,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models/{model}/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realized quality from feedback beside the label-free estimate, per version
+         * @description Per served version: accuracy (by the model threshold), binned ROC AUC, log loss and ECE of the feedback labels that arrived in the window, merged across isolates; the backend's CBPE estimate of the same figures for the window, when its drift report carries one; label delays; calls the backend never answered.
+         */
+        get: operations["getModelQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ground-truth labels for served predictions
+         * @description One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted, duplicate (the first label of an instance stands), unknown_or_expired (never recorded or past its TTL), invalid_label, invalid_index. Nothing is silently dropped.
+         */
+        post: operations["postFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/models/{model}/infer": {
         parameters: {
             query?: never;
@@ -392,6 +432,17 @@ export interface components {
                 [key: string]: string;
             };
         };
+        FeedbackRequest: {
+            request_id: string;
+            label: string;
+            /** @description the instance of the request; may be left out only when the request had one */
+            index?: number;
+        } | {
+            request_id: string;
+            label: string;
+            /** @description the instance of the request; may be left out only when the request had one */
+            index?: number;
+        }[];
         InferRequest: {
             /** @description echoed in the response; the request id when absent */
             id?: string;
@@ -725,6 +776,20 @@ export interface components {
                     error_rate: number;
                     nan_outputs: number;
                     p95_ms: number | null;
+                    /** @description of requests and errors: calls the backend never answered (edge timeout, open circuit), counted at the edge */
+                    edge_failures?: number;
+                    /** @description realized quality from feedback labels in the window */
+                    realized?: {
+                        /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                        labels: number;
+                        /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                        accuracy: number | null;
+                        /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                        roc_auc: number | null;
+                        log_loss: number | null;
+                        /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                        ece: number | null;
+                    } | null;
                 };
                 canary: {
                     version: number;
@@ -734,6 +799,20 @@ export interface components {
                     error_rate: number;
                     nan_outputs: number;
                     p95_ms: number | null;
+                    /** @description of requests and errors: calls the backend never answered (edge timeout, open circuit), counted at the edge */
+                    edge_failures?: number;
+                    /** @description realized quality from feedback labels in the window */
+                    realized?: {
+                        /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                        labels: number;
+                        /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                        accuracy: number | null;
+                        /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                        roc_auc: number | null;
+                        log_loss: number | null;
+                        /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                        ece: number | null;
+                    } | null;
                 };
                 psi: number | null;
                 psi_warning: number;
@@ -835,6 +914,60 @@ export interface components {
                 reason: string;
                 status: number | null;
                 count: number;
+            }[];
+        };
+        FeedbackResponse: {
+            accepted: number;
+            duplicate: number;
+            unknown_or_expired: number;
+            invalid_label: number;
+            invalid_index: number;
+            results: {
+                request_id: string;
+                /** @description the instance labelled; null when the item named none and none could be taken */
+                index: number | null;
+                /** @enum {string} */
+                result: "accepted" | "duplicate" | "unknown_or_expired" | "invalid_label" | "invalid_index";
+                detail?: string;
+            }[];
+        };
+        ModelQuality: {
+            model: string;
+            window_minutes: number;
+            versions: {
+                version: number;
+                /** @description from the feedback labels that arrived in the window; null when the threshold is not a bin edge */
+                realized: {
+                    /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                    labels: number;
+                    /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                    accuracy: number | null;
+                    /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                    roc_auc: number | null;
+                    log_loss: number | null;
+                    /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                    ece: number | null;
+                    positives: number;
+                } | null;
+                /** @description CBPE from the backend's drift report over the same window; null when it sent none or could not be asked */
+                estimated: {
+                    /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                    labels: number;
+                    /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                    accuracy: number | null;
+                    /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                    roc_auc: number | null;
+                    log_loss: number | null;
+                    /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                    ece: number | null;
+                } | null;
+                /** @description labels per delay bucket (seconds from serving to label), not cumulative */
+                label_delay: {
+                    le: number | "+Inf";
+                    labels: number;
+                }[];
+                /** @description calls to this version that failed at the edge without an answer from the backend */
+                edge_failures: number;
             }[];
         };
     };
@@ -1123,6 +1256,8 @@ export interface components {
         HistoryLimit: number;
         /** @description minutes (90) or a duration (15m, 2h), at most 3 h */
         DriftWindow: string;
+        /** @description the last minutes or hours of label arrivals (15m, 6h), at most 24 h */
+        QualityWindow: string;
     };
     requestBodies: never;
     headers: {
@@ -1582,6 +1717,80 @@ export interface operations {
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             502: components["responses"]["Problem502"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getModelQuality: {
+        parameters: {
+            query?: {
+                /** @description the last minutes or hours of label arrivals (15m, 6h), at most 24 h */
+                window?: components["parameters"]["QualityWindow"];
+            };
+            header?: never;
+            path: {
+                /** @description the model's name, e.g. credit-risk */
+                model: components["parameters"]["Model"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the quality of each version */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelQuality"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            502: components["responses"]["Problem502"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    postFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description the result of each item */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackResponse"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
         };
     };

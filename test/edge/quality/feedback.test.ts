@@ -121,4 +121,17 @@ describe('POST /v1/feedback', () => {
     expect((await call('/v1/models/credit-risk/quality?window=2d', keys.admin)).status).toBe(400)
     expect((await call('/v1/models/credit-risk/quality', keys.client)).status).toBe(403)
   })
+
+  it('keeps nothing for a model without feedback on: its labels are unknown', async () => {
+    // Another configuration is another isolate (and, without Redis, other stores): this runs last.
+    const off = { ...env, FEEDBACK_MODELS: 'some-other-model' }
+    const res = await app.request('/v1/models/credit-risk/predict', {
+      method: 'POST',
+      body: JSON.stringify({ instances: [instance(5)], entity: { user_id: 'u-1' } }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.client}`, 'x-request-id': 'feedback-test-off' },
+    }, off)
+    expect(res.status).toBe(200)
+    const answer = await app.request('/v1/feedback', { method: 'POST', body: JSON.stringify({ request_id: 'feedback-test-off', label: 'low_risk' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.labeller}` } }, off)
+    expect(await answer.json()).toMatchObject({ accepted: 0, unknown_or_expired: 1 })
+  })
 })
