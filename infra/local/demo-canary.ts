@@ -5,14 +5,17 @@ import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { generateApplicants } from '../../tools/training/applicants.ts'
 import { createCanaryRepository } from './canary-repository.ts'
-import { canaryRollout, sendPinnedTraffic } from './canary-traffic.ts'
+import { type LabelledAnswer, canaryRollout, sendFeedback, sendPinnedTraffic } from './canary-traffic.ts'
 
 /**
- * `npm run demo:canary`: a rollout and two rollbacks as they happen. Runs `npm start` (the same
+ * `npm run demo:canary`: a rollout and three rollbacks as they happen. Runs `npm start` (the same
  * launcher) on its own ports against a scratch repository of credit-risk versions — 1 stable,
- * 2 the same network (healthy), 3 scoring everyone 1.5 logits riskier, 4 emitting NaN — then
+ * 2 the same network (healthy), 3 scoring everyone 1.5 logits riskier, 4 emitting NaN, 5 ranking
+ * the riskiest half upside down with the very prediction histogram of 2 (label-flipped) — then
  * for each canary sends steady synthetic traffic through the edge to both arms, fires the
  * controller's Cron Trigger after each round, and prints every decision the controller makes.
+ * The label-flipped canary's traffic gets its ground truth back as feedback (the generator's
+ * labels), so realized quality catches what drift cannot.
  * The NaN canary gets users as the rollout splits them (not pinned): its failed calls are
  * answered from stable, and the demo counts the errors clients saw and the fallbacks.
  *
@@ -44,7 +47,7 @@ const startStack = (repository: string): Promise<Stack> =>
       env: {
         ...process.env,
         BACKEND_PORT, EDGE_PORT, MODEL_REPOSITORY: repository,
-        CONTROLLER_DWELL_MINUTES: '0', CONTROLLER_CLEAN_WINDOWS: '1', CONTROLLER_MIN_REQUESTS: '10',
+        CONTROLLER_DWELL_MINUTES: '0', CONTROLLER_CLEAN_WINDOWS: '1', CONTROLLER_MIN_REQUESTS: '10', CONTROLLER_MIN_LABELS: '500', FEEDBACK_MODELS: MODEL,
         // This script fires every tick itself, right after each round of traffic.
         CONTROLLER_TICK_S: '0',
       },
@@ -53,14 +56,14 @@ const startStack = (repository: string): Promise<Stack> =>
     const exited = new Promise<void>((done) => child.once('exit', () => done()))
     let key: string | undefined
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      key ??= /local API key \(predict, admin\): (\S+)/.exec(line)?.[1]
+      key ??= /local API key \([a-z, ]+\): (\S+)/.exec(line)?.[1]
       if (key && line.startsWith('rollout controller:')) resolve({ key, stop: () => (child.kill('SIGTERM'), exited) })
     })
     void exited.then(() => reject(new Error('npm start exited before the stack was up')))
   })
 
 const main = async () => {
-  const repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: { shiftLogit: 1.5 }, 4: 'nan' })
+  const repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: { shiftLogit: 1.5 }, 4: 'nan', 5: { labelFlip: 0.5 } })
   say(`demo:canary — starting npm start on ${EDGE_URL} with a scratch repository (${repository.root})`)
   const stack = await startStack(repository.root)
   let seed = 90_000
@@ -91,6 +94,18 @@ const main = async () => {
     return `users ${[...statuses].map(([code, n]) => `${n}×${code}`).join(' ')} (${errors} client-visible errors, ${fallbacks} answered by stable after a canary failure)`
   }
 
+  /** Pinned traffic to both arms, every answered row then labelled with its true label through /v1/feedback. */
+  const labelled = async (stable: number, candidate: number) => {
+    const counts: string[] = []
+    for (const version of [stable, candidate]) {
+      const answers: LabelledAnswer[] = []
+      await sendPinnedTraffic({ edgeUrl: EDGE_URL, key: stack.key, model: MODEL, version, rows: ROWS_PER_ROUND, seed: seed++, answered: (a) => answers.push(a) })
+      const results = await sendFeedback(EDGE_URL, stack.key, answers, ['low_risk', 'high_risk'])
+      counts.push(Object.entries(results).map(([result, n]) => `${n} ${result}`).join(', '))
+    }
+    return `traffic and labels: stable ${counts[0]}, canary ${counts[1]}`
+  }
+
   const pinned = async (stable: number, candidate: number) => {
     const statuses = [await traffic(stable), await traffic(candidate)].map((s) => [...s].map(([code, n]) => `${n}×${code}`).join(' '))
     return `traffic stable ${statuses[0]}, canary ${statuses[1]}`
@@ -111,7 +126,9 @@ const main = async () => {
       await (await fetch(`${EDGE_URL}/__scheduled?cron=*+*+*+*+*`)).arrayBuffer()
       const [entry] = await history()
       const n = entry.numbers
-      const numbers = n ? `psi ${n.psi === null ? '-' : n.psi.toFixed(3)} (critical ${n.psi_critical.toFixed(2)}), NaN ${n.canary.nan_outputs}, rows ${n.stable.rows}/${n.canary.rows}` : ''
+      const accuracy = (arm: NonNullable<typeof n>['stable']) => (arm.realized?.accuracy == null ? '-' : arm.realized.accuracy.toFixed(3))
+      const realized = n?.canary.realized?.labels ? `, realized accuracy ${accuracy(n.stable)}/${accuracy(n.canary)} on ${n.stable.realized!.labels}/${n.canary.realized.labels} labels` : ''
+      const numbers = n ? `psi ${n.psi === null ? '-' : n.psi.toFixed(3)} (critical ${n.psi_critical.toFixed(2)}), NaN ${n.canary.nan_outputs}, rows ${n.stable.rows}/${n.canary.rows}${realized}` : ''
       const line = entry.id === last ? 'no new decision' : `${entry.action.padEnd(8)} ${entry.from_weight}% → ${entry.to_weight}%  ${entry.reason}  [${numbers}]`
       last = entry.id
       say(`round ${round}: ${sent} → ${line}`)
@@ -122,6 +139,7 @@ const main = async () => {
   try {
     await act('a healthy canary', 1, 2)
     await act('a canary that scores everyone riskier', 2, 3)
+    await act('a canary trained on flipped labels (its prediction histogram is stable\'s), labelled by feedback', 2, 5, () => labelled(2, 5))
     await act('a canary that emits NaN, users routed by the rollout', 2, 4, users)
     say(`\nThe whole history: curl -s ${EDGE_URL}/v1/models/${MODEL}/rollout/history -H 'x-api-key: <the key npm start printed>'`)
   } finally {

@@ -21,6 +21,7 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  * The rollout controller runs as in production, on the worker's Cron Trigger, fired here every
  * `CONTROLLER_TICK_S` seconds (60); `CONTROLLER_*` and `MODEL_REPOSITORY` from the environment
  * reach the worker and the backend (`demo:canary` uses them for a fast, scripted canary).
+ * Served predictions are kept for feedback (`FEEDBACK_MODELS`, every model by default).
  *
  * It never reports a stack it did not start: both ports must be free before anything starts,
  * the backend must answer with the instance id given to it and the edge must accept the fresh
@@ -100,7 +101,7 @@ const main = async () => {
   const key = generateApiKey('local')
   // The local stack authenticates the edge to its backend as production does.
   const inferToken = randomBytes(24).toString('base64url')
-  const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 6_000 }
+  const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin', 'feedback'], rate_limit_per_minute: 6_000 }
   const redis = process.env.REDIS_URL ? await startRedisAdapter(process.env.REDIS_URL) : undefined
   // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
   // With [secrets] declared in wrangler.toml it takes just those from the file, so the rest
@@ -111,6 +112,9 @@ const main = async () => {
     INFER_TOKEN: inferToken,
     ALLOWED_ORIGINS: 'http://127.0.0.1:5173,http://localhost:5173',
     ...(redis && { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: redis.token }),
+    // Every model's served predictions wait for feedback locally, unless told otherwise.
+    FEEDBACK_MODELS: process.env.FEEDBACK_MODELS ?? '*',
+    ...(process.env.FEEDBACK_TTL_SECONDS ? { FEEDBACK_TTL_SECONDS: process.env.FEEDBACK_TTL_SECONDS } : {}),
     ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('CONTROLLER_') && e[0] !== 'CONTROLLER_TICK_S' && e[1] !== undefined)),
   }
 
@@ -137,10 +141,12 @@ const main = async () => {
   process.stdout.write([
     '',
     `edge-infer is up: edge ${EDGE_URL} → backend ${BACKEND_URL}  (Ctrl-C stops both)`,
-    `local API key (predict, admin): ${key}`,
+    `local API key (predict, admin, feedback): ${key}`,
     `rollout controller: a tick every ${TICK_S > 0 ? `${TICK_S} s` : '(off)'}; tick now: curl -s '${EDGE_URL}${SCHEDULED_PATH}'`,
     'Try:',
-    `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '${body}'`,
+    `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -H 'x-request-id: try-it-0001' -d '${body}'`,
+    `  curl -s ${EDGE_URL}/v1/feedback -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '{"request_id": "try-it-0001", "label": "low_risk"}'`,
+    `  curl -s ${EDGE_URL}/v1/models/credit-risk/quality -H 'x-api-key: ${key}'`,
     `Operator console: ${EDGE_URL}/console  (paste the key above; the page keeps it in memory only)`,
     '',
   ].join('\n'))
