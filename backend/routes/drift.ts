@@ -49,7 +49,7 @@ export const versionDriftReport = async (served: ModelVersion, minutes: number, 
   try {
     const windows = await Promise.all(Array.from({ length: count }, (_, i) => counter.window(minutes, now - (count - 1 - i) * minutes * MINUTE_MS)))
     const important = new Set(served.config.features?.features.filter((f) => f.important).map((f) => f.name))
-    return driftReport(reference, important, windows)
+    return driftReport(reference, important, windows, served.config.postprocess?.threshold)
   } catch (err) {
     throw unreadable(err)
   }

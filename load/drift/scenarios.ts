@@ -28,7 +28,7 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x))
 /** Mean and spread of the watched numeric features in the reference sample, for σ-sized shifts. */
 export const scenarios = ({ debt_ratio: debt, credit_utilization: utilization }: Record<'debt_ratio' | 'credit_utilization', Moments>): Scenario[] => [
   { name: 'no drift', watch: '*', required: true },
-  { name: 'mean shift 0.25σ (debt_ratio)', watch: 'debt_ratio', required: false, applicant: (a) => ({ ...a, debt_ratio: a.debt_ratio + 0.25 * debt.sd }) },
+  { name: 'mean shift 0.25σ (debt_ratio)', watch: 'debt_ratio', required: true, applicant: (a) => ({ ...a, debt_ratio: a.debt_ratio + 0.25 * debt.sd }) },
   { name: 'mean shift 0.5σ (debt_ratio)', watch: 'debt_ratio', required: true, applicant: (a) => ({ ...a, debt_ratio: a.debt_ratio + 0.5 * debt.sd }) },
   {
     name: 'scale 1.5× (credit_utilization)', watch: 'credit_utilization', required: true,
@@ -49,9 +49,9 @@ export const scenarios = ({ debt_ratio: debt, credit_utilization: utilization }:
       if (draw() < 0.1) row[column] = Number.NaN
     },
   },
-  // A model that scores everyone riskier: the inputs stay put, only the outputs move. Reported, not required.
+  // A model that scores everyone riskier: the inputs stay put, only the outputs move.
   ...[0.5, 1].map((logits): Scenario => ({
-    name: `prediction shift (+${logits} logit)`, watch: 'prediction', required: false,
+    name: `prediction shift (+${logits} logit)`, watch: 'prediction', required: true,
     probability: (p) => sigmoid(logit(Math.min(1 - 1e-7, Math.max(1e-7, p))) + logits),
   })),
 ]

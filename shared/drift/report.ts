@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { qualityFigures } from '../quality.ts'
 
 /** A window's verdict; `insufficient` below the rows a verdict needs, never `ok`. */
 export const verdict = z.enum(['ok', 'warning', 'critical', 'insufficient'])
@@ -11,7 +12,9 @@ export const driftWindow = z.object({
   to_minute: z.number().int().describe('minutes since the epoch, inclusive'),
   rows: z.number().nonnegative(),
   psi: z.number().nonnegative(),
-  verdict,
+  verdict: verdict.describe("the worse of PSI's and (numeric features, predictions) the effect size's"),
+  smd: z.number().nullable().optional().describe('standardized mean difference against the baseline (numeric features, logit of the predictions); null when the window cannot tell'),
+  z: z.number().nullable().optional().describe('smd over its standard error'),
 })
 
 export type DriftWindow = z.infer<typeof driftWindow>
@@ -34,6 +37,7 @@ export const controllerDriftReport = z.object({
     nan_outputs: z.number().nonnegative(),
     windows: windows.optional(),
     baseline_counts: z.array(z.number().nonnegative()).optional().describe("the baseline's rows per prediction bin, the bins of `counts`"),
+    estimated_quality: qualityFigures.optional().describe("label-free estimate (CBPE) from the window's prediction bins and the baseline's calibration"),
   }),
   health: z.object({ requests: z.number().nonnegative(), errors: z.number().nonnegative(), p95_ms: z.number().nonnegative().nullable() }),
 })

@@ -270,3 +270,54 @@ export const chiSquareQuantile = (p: number, df: number): number => {
  */
 export const noDriftPsiQuantile = (p: number, bins: number, n: number, m: number): number =>
   bins < 2 ? 0 : (1 / n + 1 / m) * chiSquareQuantile(p, bins - 1)
+
+/** Size, mean and standard deviation of one sample. */
+export interface Moments {
+  n: number
+  mean: number
+  sd: number
+}
+
+export interface MeanShift {
+  /** Standardized mean difference: (observed mean − reference mean) / reference sd. */
+  smd: number
+  /** Its standard error, √(s_r²/N + s_o²/n) / s_r. */
+  se: number
+  /** smd / se: about N(0, 1) when nothing has drifted. */
+  z: number
+}
+
+/**
+ * The location shift of `observed` against `reference` in reference standard deviations, with its
+ * sampling error from both sample sizes. Undefined when it cannot be told: a constant reference
+ * (sd 0) or fewer than 2 values on either side.
+ */
+export const meanShift = (reference: Moments, observed: Moments): MeanShift | undefined => {
+  if (reference.n < 2 || observed.n < 2 || !(reference.sd > 0)) return undefined
+  const smd = (observed.mean - reference.mean) / reference.sd
+  const se = Math.sqrt(reference.sd ** 2 / reference.n + observed.sd ** 2 / observed.n) / reference.sd
+  return { smd, se, z: smd / se }
+}
+
+/**
+ * Wasserstein-1 distance between two binned samples, each bin's mass spread evenly over it, in the
+ * units of `bounds` (the `counts.length + 1` ascending bin boundaries). Between two boundaries the
+ * gap between the cumulative shares is linear, so each bin adds the exact integral of its |gap|.
+ */
+export const binnedWasserstein = (bounds: readonly number[], reference: readonly number[], observed: readonly number[]): number => {
+  const [r, o] = totals(reference, observed)
+  if (bounds.length !== reference.length + 1) throw new RangeError(`${bounds.length} bounds for ${reference.length} bins; expected ${reference.length + 1}`)
+  if (r === 0 || o === 0) return 0
+  let distance = 0
+  let before = 0
+  for (let i = 0; i < reference.length; i++) {
+    const after = before + reference[i] / r - observed[i] / o
+    const width = bounds[i + 1] - bounds[i]
+    const a = Math.abs(before)
+    const b = Math.abs(after)
+    // Same sign: a trapezoid; a sign change: two triangles meeting where the gap is 0.
+    if (a + b > 0) distance += width * (before * after >= 0 ? (a + b) / 2 : (a * a + b * b) / (2 * (a + b)))
+    before = after
+  }
+  return distance
+}

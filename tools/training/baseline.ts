@@ -1,9 +1,11 @@
 import type { Feature, FeatureSpec, FeatureValue } from '../../shared/feature-spec.ts'
 import { UNSEEN_CATEGORY } from '../../shared/feature-spec.ts'
 import {
-  BASELINE_FORMAT, OTHER_CATEGORY, binIndex, psiReference, type CategoricalBins, type DriftThresholds, type NumericBins,
+  BASELINE_FORMAT, OTHER_CATEGORY, PREDICTION_LOGIT_BOUND, binIndex, clampedLogit, psiReference, stepScale, sumSteps,
+  type CategoricalBins, type DriftThresholds, type EffectSizeReference, type NumericBins,
 } from '../../backend/monitor/drift/baseline-format.ts'
-import { calibrateThresholds, heldOutWindows } from './drift-thresholds.ts'
+import type { Moments } from '../../shared/drift/statistics.ts'
+import { calibrateEffect, calibrateThresholds, heldOutWindows } from './drift-thresholds.ts'
 
 /**
  * `baseline.json`: the reference distributions a model version ships with. The monitor counts live
@@ -14,7 +16,7 @@ const BINS = 20
 /** Categories rarer than this, together, fold into `__other__`. */
 const CATEGORY_COVERAGE = 0.99
 
-export type NumericBaseline = NumericBins & { thresholds: DriftThresholds }
+export type NumericBaseline = NumericBins & { thresholds: DriftThresholds; effect_size: EffectSizeReference }
 export type CategoricalBaseline = CategoricalBins & { thresholds: DriftThresholds }
 export type FeatureBaseline = NumericBaseline | CategoricalBaseline
 
@@ -30,6 +32,13 @@ export interface Baseline {
     counts: number[]
     class_counts: Record<string, number>
     thresholds: DriftThresholds
+    /** Over logit P(labels[1]) clamped to ±PREDICTION_LOGIT_BOUND. */
+    effect_size: EffectSizeReference
+    /**
+     * Per prediction bin, of the reference rows in it: how many had label labels[1], and their mean
+     * P(labels[1]) (the bin's midpoint when it is empty). positives_i / counts_i is the bin's calibrated probability.
+     */
+    calibration: { positives: number[]; mean_probability: number[] }
   }
 }
 
@@ -56,6 +65,28 @@ export const quantileEdges = (sorted: readonly number[], bins = BINS): number[] 
 }
 
 type Column = readonly (FeatureValue | undefined)[]
+
+/** Moments of values clamped to [low, high] on the grid the live sums use (population sd, as the report's). */
+const clampedMoments = (values: readonly number[], low: number, high: number): Moments => {
+  const scale = stepScale(low, high)
+  if (scale === 0) return { n: values.length, mean: low, sd: 0 }
+  let total = 0
+  let squares = 0
+  for (const v of values) {
+    const steps = sumSteps(v, low, high, scale)
+    total += steps
+    squares += steps * steps
+  }
+  const mean = total / values.length
+  return { n: values.length, mean: low + mean / scale, sd: Math.sqrt(Math.max(0, squares / values.length - mean * mean)) / scale }
+}
+
+/** The effect size's reference: the moments of `values`, with levels from the held-out windows' moments. */
+const effectReference = (values: readonly number[], windows: readonly (readonly number[])[], low: number, high: number): EffectSizeReference => {
+  const reference = clampedMoments(values, low, high)
+  const thresholds = calibrateEffect(reference, windows.map((w) => clampedMoments(w, low, high)))
+  return { mean: reference.mean, sd: reference.sd, thresholds }
+}
 
 const presentNumbers = (values: Column): number[] => values.filter((v) => v !== undefined).map(Number)
 
@@ -147,7 +178,11 @@ const featureBaseline = (f: Feature, values: Column, windows: readonly Column[])
     case 'number':
     case 'integer': {
       const bins = numericBins(f.name, values)
-      return { ...bins, thresholds: calibrateThresholds(psiReference(bins), windows.map((w) => numericLayout(bins.edges, w))) }
+      return {
+        ...bins,
+        thresholds: calibrateThresholds(psiReference(bins), windows.map((w) => numericLayout(bins.edges, w))),
+        effect_size: effectReference(presentNumbers(values), windows.map(presentNumbers), bins.min, bins.max),
+      }
     }
     case 'boolean':
       return categorical(BOOLEAN_CATEGORIES, false)
@@ -165,6 +200,8 @@ export interface BaselineInput {
   instances: readonly Instance[]
   /** The model's probability of labels[1] for each instance. */
   positive: ArrayLike<number>
+  /** 1 where the instance's label is labels[1], else 0: the calibration of the prediction bins. */
+  outcomes: ArrayLike<number>
   labels: readonly [string, string]
   threshold: number
   /**
@@ -174,7 +211,23 @@ export interface BaselineInput {
   heldOut: { instances: readonly Instance[]; positive: ArrayLike<number> }
 }
 
-export const computeBaseline = ({ model, version, spec, instances, positive, labels, threshold, heldOut }: BaselineInput): Baseline => {
+/** Per prediction bin: label-positive rows and mean score (the midpoint for an empty bin). */
+const calibration = (edges: readonly number[], scores: readonly number[], outcomes: ArrayLike<number>): Baseline['prediction']['calibration'] => {
+  if (outcomes.length !== scores.length) throw new Error(`${outcomes.length} outcomes for ${scores.length} scored instances`)
+  const positives = new Array<number>(edges.length + 1).fill(0)
+  const totals = new Array<number>(edges.length + 1).fill(0)
+  const rows = new Array<number>(edges.length + 1).fill(0)
+  scores.forEach((p, r) => {
+    const bin = binIndex(edges, p)
+    rows[bin]++
+    totals[bin] += p
+    if (outcomes[r] === 1) positives[bin]++
+  })
+  const midpoint = (i: number) => ((i === 0 ? 0 : edges[i - 1]) + (i === edges.length ? 1 : edges[i])) / 2
+  return { positives, mean_probability: rows.map((n, i) => (n === 0 ? midpoint(i) : totals[i] / n)) }
+}
+
+export const computeBaseline = ({ model, version, spec, instances, positive, outcomes, labels, threshold, heldOut }: BaselineInput): Baseline => {
   const heldOutRows = heldOutWindows(heldOut.instances)
   const features = spec.features.map((f) => {
     const column = (rows: readonly Instance[]): Column => rows.map((instance) => instance[f.name])
@@ -196,6 +249,8 @@ export const computeBaseline = ({ model, version, spec, instances, positive, lab
       counts,
       class_counts: { [labels[0]]: scores.length - high, [labels[1]]: high },
       thresholds: calibrateThresholds(counts, heldOutScores.map((w) => histogram(predictionEdges, w))),
+      effect_size: effectReference(scores.map(clampedLogit), heldOutScores.map((w) => w.map(clampedLogit)), -PREDICTION_LOGIT_BOUND, PREDICTION_LOGIT_BOUND),
+      calibration: calibration(predictionEdges, scores, outcomes),
     },
   }
 }

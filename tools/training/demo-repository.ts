@@ -114,6 +114,7 @@ const buildVersion = async (outDir: string, recipe: Recipe, holdout: Holdout): P
     spec: creditRiskSpec,
     instances: applicants,
     positive: positiveColumn(predict(network, x)),
+    outcomes: labels,
     labels: LABELS,
     threshold: THRESHOLD,
     heldOut: { instances: heldOut, positive: positiveColumn(predict(network, encodeRows(creditRiskSpec, heldOut))) },

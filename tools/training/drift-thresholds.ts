@@ -1,5 +1,5 @@
-import { noDriftPsiQuantile, psi } from '../../shared/drift/statistics.ts'
-import type { DriftThresholds } from '../../backend/monitor/drift/baseline-format.ts'
+import { meanShift, noDriftPsiQuantile, psi, type Moments } from '../../shared/drift/statistics.ts'
+import type { DriftThresholds, EffectThresholds } from '../../backend/monitor/drift/baseline-format.ts'
 
 /**
  * PSI alert levels for one binned distribution, calibrated for windows of `WINDOW` live rows
@@ -13,6 +13,14 @@ export const WINDOW = 1_000
 export const MIN_WINDOWS = 40
 export const PSI_WARNING = 0.1
 export const PSI_CRITICAL = 0.2
+/**
+ * Floors of the effect size's levels. Half of Cohen's "small" (0.2 sd) is the least shift worth an
+ * alert however many rows prove it. |z| ≥ 4 happens in 6e-5 of undrifted windows if z is normal;
+ * z's tails are thin (unlike PSI's χ²-like skew), so 4 held-out sd above its mean, not 5, suffices.
+ */
+export const MIN_EFFECT = 0.1
+export const Z_WARNING = 3
+export const Z_CRITICAL = 4
 
 /** Consecutive `WINDOW`-row slices of held-out rows; a trailing partial window is not a window. */
 export const heldOutWindows = <T>(rows: readonly T[]): T[][] => {
@@ -51,5 +59,27 @@ export const calibrateThresholds = (reference: readonly number[], windows: reado
       held_out_mean: mean,
       held_out_sd: sd,
     },
+  }
+}
+
+/**
+ * Effect-size levels for reference moments, given the moments of held-out windows. The minimum
+ * effect is MIN_EFFECT or the largest |SMD| of a held-out window, whichever is larger, so no
+ * undrifted window was ever big enough; the z levels are the floors or |mean| + 3 (warning) and
+ * + 4 (critical) held-out sd of z, which catches a standard error that understates the spread.
+ */
+export const calibrateEffect = (reference: Moments, windows: readonly Moments[]): EffectThresholds => {
+  const shifts = windows.map((w) => meanShift(reference, w)).filter((s) => s !== undefined)
+  const zs = shifts.map((s) => s.z)
+  const mean = zs.length === 0 ? 0 : zs.reduce((sum, z) => sum + z, 0) / zs.length
+  const sd = zs.length < 2 ? 0 : Math.sqrt(zs.reduce((sum, z) => sum + (z - mean) ** 2, 0) / (zs.length - 1))
+  const maxAbsSmd = shifts.reduce((max, s) => Math.max(max, Math.abs(s.smd)), 0)
+  return {
+    statistic: 'smd',
+    window: WINDOW,
+    min_effect: Math.max(MIN_EFFECT, maxAbsSmd),
+    z_warning: Math.max(Z_WARNING, Math.abs(mean) + 3 * sd),
+    z_critical: Math.max(Z_CRITICAL, Math.abs(mean) + 4 * sd),
+    no_drift: { held_out_windows: windows.length, z_mean: mean, z_sd: sd, max_abs_smd: maxAbsSmd },
   }
 }

@@ -6,7 +6,7 @@ import { UNSEEN_CATEGORY } from '../../../shared/feature-spec.ts'
  * bins the baseline was taken with.
  */
 
-export const BASELINE_FORMAT = 2
+export const BASELINE_FORMAT = 3
 export const OTHER_CATEGORY = '__other__'
 
 export interface NumericBins {
@@ -55,6 +55,54 @@ export interface DriftThresholds {
     held_out_mean: number
     held_out_sd: number
   }
+}
+
+/**
+ * Levels of the standardized mean difference (SMD, live mean − reference mean over the reference
+ * sd) for windows of `window` live rows. A window is critical when |SMD| ≥ `min_effect` AND its
+ * |z| = |SMD| / SE ≥ `z_critical` (warning: `z_warning`): z says the shift is real, `min_effect`
+ * that it is big enough to matter, so a large window does not alert on a trivial shift.
+ */
+export interface EffectThresholds {
+  statistic: 'smd'
+  window: number
+  min_effect: number
+  z_warning: number
+  z_critical: number
+  /** Held-out windows of the training distribution scored against the reference. */
+  no_drift: { held_out_windows: number; z_mean: number; z_sd: number; max_abs_smd: number }
+}
+
+/**
+ * The reference side of the SMD: mean and sd of the values clamped to the baseline's [min, max]
+ * (for the prediction: logit P(labels[1]) within ±PREDICTION_LOGIT_BOUND), on the same grid of
+ * SUM_STEPS steps the live sums use, with the levels calibrated for them.
+ */
+export interface EffectSizeReference {
+  mean: number
+  sd: number
+  thresholds: EffectThresholds
+}
+
+/** Steps of the grid a clamped value is rounded to before it is summed. */
+export const SUM_STEPS = 4096
+/** Beyond ±10 (p within 4.5e-5 of 0 or 1) a logit says nothing more about the score. */
+export const PREDICTION_LOGIT_BOUND = 10
+
+/**
+ * `value` clamped to [low, high], as whole grid steps above `low` (`scale` = SUM_STEPS / (high − low)):
+ * integers, so live sums add exactly across minutes and replicas (Redis HINCRBY is integer-only).
+ */
+export const sumSteps = (value: number, low: number, high: number, scale: number): number =>
+  Math.round((Math.min(high, Math.max(low, value)) - low) * scale)
+
+/** Steps per unit over [low, high]; 0 for a constant feature, whose sums then stay 0. */
+export const stepScale = (low: number, high: number): number => (high > low ? SUM_STEPS / (high - low) : 0)
+
+/** logit of P(labels[1]) clamped to ±PREDICTION_LOGIT_BOUND; a score outside [0, 1] counts as 0 or 1, never NaN. */
+export const clampedLogit = (p: number): number => {
+  const q = Math.min(1, Math.max(0, p))
+  return Math.min(PREDICTION_LOGIT_BOUND, Math.max(-PREDICTION_LOGIT_BOUND, Math.log(q / (1 - q))))
 }
 
 /**

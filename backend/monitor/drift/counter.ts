@@ -1,5 +1,5 @@
 import type { TensorMap, TensorValues } from '../../executor/tensor.ts'
-import { binIndex } from './baseline-format.ts'
+import { PREDICTION_LOGIT_BOUND, binIndex, clampedLogit, sumSteps } from './baseline-format.ts'
 import type { DriftCounts } from './counts.ts'
 import { latencyBucket } from './latency.ts'
 import { toDriftCounts, type DriftLayout, type FeatureSlots } from './layout.ts'
@@ -34,7 +34,8 @@ const isFloat = (data: TensorValues | undefined): data is Float32Array | Float64
 /**
  * Live traffic of one model version counted into its baseline's bins, per minute. Called on
  * the hot path: per row, one binary search or one hot-column scan and one increment per
- * feature; nothing is allocated.
+ * feature, two more adds per present numeric value and one logarithm for the prediction's
+ * logit; nothing is allocated.
  */
 export class DriftCounter {
   private faulted = false
@@ -98,7 +99,13 @@ export class DriftCounter {
       const row = r * width
       for (let i = 0; i < features.length; i++) {
         const f = features[i]
-        counts[f.offset + slotOf(f, x, row + f.column)]++
+        const slot = slotOf(f, x, row + f.column)
+        counts[f.offset + slot]++
+        if (f.sums !== -1 && slot !== 0) {
+          const steps = sumSteps(x[row + f.column], f.min, f.max, f.scale)
+          counts[f.sums] += steps
+          counts[f.sums + 1] += steps * steps
+        }
       }
       const low = p[2 * r]
       const high = p[2 * r + 1]
@@ -107,6 +114,9 @@ export class DriftCounter {
         continue
       }
       counts[prediction.offset + binIndex(prediction.edges, high)]++
+      const steps = sumSteps(clampedLogit(high), -PREDICTION_LOGIT_BOUND, PREDICTION_LOGIT_BOUND, prediction.scale)
+      counts[prediction.sums] += steps
+      counts[prediction.sums + 1] += steps * steps
       const positive = threshold === undefined ? high > low : high >= threshold
       counts[prediction.classes + (positive ? 1 : 0)]++
     }

@@ -31,6 +31,21 @@ export interface FeatureCounts {
   name: string
   kind: 'numeric' | 'categorical' | 'boolean'
   counts: number[]
+  /** Numeric only: sums of the present values clamped to the baseline's [min, max]. */
+  sums?: ClampedSums
+}
+
+/**
+ * Σ(v − low) and Σ(v − low)² over values v clamped to [low, high], each rounded to a grid of
+ * (high − low) / 4096 first: whole grid steps underneath, so windows and replicas add them
+ * exactly. With the count of values they give mean and variance; `low` and `high` say what was
+ * clamped to, as `latency_bounds_us` says what the latency buckets are.
+ */
+export interface ClampedSums {
+  low: number
+  high: number
+  sum: number
+  sum_squares: number
 }
 
 export interface PredictionCounts {
@@ -40,6 +55,8 @@ export interface PredictionCounts {
   class_counts: [number, number]
   /** Rows whose probabilities were NaN or infinite: neither binned nor classed. */
   nan_outputs: number
+  /** Over logit P(labels[1]) of the binned rows, clamped to ±10. */
+  logit_sums: ClampedSums
 }
 
 /** Per request, not per row: what the canary compares besides the predictions. */

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto'
 import { featureOffsets, featureWidth, specWidth, type Feature } from '../../../shared/feature-spec.ts'
 import type { ModelConfig } from '../../repository/model-config.ts'
 import type { DriftBaseline } from './baseline-file.ts'
-import type { DriftCounts, FeatureCounts } from './counts.ts'
+import { PREDICTION_LOGIT_BOUND, stepScale } from './baseline-format.ts'
+import type { ClampedSums, DriftCounts, FeatureCounts } from './counts.ts'
 import { LATENCY_BOUNDS_US } from './latency.ts'
 
 /** Where one feature's columns are in a tensor row and where its counts are in the flat array. */
@@ -19,14 +20,18 @@ export interface FeatureSlots {
   edges: number[]
   min: number
   max: number
+  /** Numeric only: flat index of Σ steps (Σ steps² follows), and steps per unit (see `sumSteps`); -1 and 0 otherwise. */
+  sums: number
+  scale: number
   /** Category only: the count (relative to `offset`) a hot tensor column goes to. */
   slotOfColumn: Int32Array
 }
 
 /**
- * The flat count array of one version: every feature's counts in spec order, then the
- * prediction bins, class counts, NaN outputs, counted rows, and the per-request health
- * counters with the latency histogram. One minute of traffic is one such array.
+ * The flat count array of one version: every feature's counts in spec order (a numeric one's
+ * followed by its two sums), then the prediction bins, class counts, NaN outputs, the two logit
+ * sums, counted rows, and the per-request health counters with the latency histogram. One minute
+ * of traffic is one such array.
  */
 export interface DriftLayout {
   model: string
@@ -37,7 +42,7 @@ export interface DriftLayout {
   /** Output tensor of class probabilities ([rows, 2]). */
   output: string
   features: FeatureSlots[]
-  prediction: { offset: number; edges: number[]; classes: number; nan: number }
+  prediction: { offset: number; edges: number[]; classes: number; nan: number; sums: number; scale: number }
   /** Probability of labels[1] at or above which it is the class; undefined: argmax, as the edge does. */
   threshold: number | undefined
   rows: number
@@ -75,12 +80,14 @@ export const driftLayout = (model: string, version: number, config: ModelConfig,
   let offset = 0
   const features = spec.features.map((feature, i): FeatureSlots => {
     const slots = featureSlots(feature, baseline.features[i], columns[i], offset)
-    offset += slots.size
+    offset += slots.size + (slots.sums === -1 ? 0 : 2)
     return slots
   })
   const classes = offset + baseline.prediction.edges.length + 1
-  const prediction = { offset, edges: baseline.prediction.edges, classes, nan: classes + 2 }
-  const rows = prediction.nan + 1
+  const nan = classes + 2
+  const scale = stepScale(-PREDICTION_LOGIT_BOUND, PREDICTION_LOGIT_BOUND)
+  const prediction = { offset, edges: baseline.prediction.edges, classes, nan, sums: nan + 1, scale }
+  const rows = prediction.sums + 2
   const health = { requests: rows + 1, errors: rows + 2, rows: rows + 3, latency: rows + 4 }
   const size = health.latency + LATENCY_BOUNDS_US.length + 1
   const layout = { model, version, input: spec.input, width, output: post.output, features, prediction, threshold: post.threshold, rows, health, size }
@@ -89,14 +96,16 @@ export const driftLayout = (model: string, version: number, config: ModelConfig,
 
 const featureSlots = (feature: Feature, base: DriftBaseline['features'][number], column: number, offset: number): FeatureSlots => {
   if (base.name !== feature.name) throw new Error(`baseline feature "${base.name}" stands where the spec has "${feature.name}"`)
-  const common = { name: feature.name, column, columns: featureWidth(feature), offset, edges: [], min: 0, max: 0, slotOfColumn: new Int32Array(0) }
+  const common = { name: feature.name, column, columns: featureWidth(feature), offset, edges: [], min: 0, max: 0, sums: -1, scale: 0, slotOfColumn: new Int32Array(0) }
   switch (feature.type) {
     case 'number':
     case 'integer':
       if (base.kind !== 'numeric') throw new Error(`baseline feature "${base.name}" is ${base.kind}, the spec says ${feature.type}`)
       // The tensor holds FP32: a value exactly on a double edge (quantile edges are data values)
       // arrives rounded and would fall on the wrong side of the unrounded edge.
-      return { ...common, kind: 'numeric', size: base.edges.length + 4, edges: base.edges.map(Math.fround), min: Math.fround(base.min), max: Math.fround(base.max) }
+      const size = base.edges.length + 4
+      const [min, max] = [Math.fround(base.min), Math.fround(base.max)]
+      return { ...common, kind: 'numeric', size, edges: base.edges.map(Math.fround), min, max, sums: offset + size, scale: stepScale(min, max) }
     case 'boolean':
       if (base.kind !== 'categorical' || base.categories.join() !== 'false,true') throw new Error(`baseline feature "${base.name}" is not the boolean categories ["false", "true"]`)
       return { ...common, kind: 'boolean', size: 3 }
@@ -121,21 +130,35 @@ const fingerprintOf = (layout: Omit<DriftLayout, 'fingerprint' | 'model' | 'vers
     .digest('hex')
     .slice(0, 12)
 
+/** The two sums at flat index `at`, from grid steps back to the values' units. */
+const clampedSums = (flat: Float64Array, at: number, scale: number, low: number, high: number): ClampedSums => ({
+  low,
+  high,
+  sum: scale === 0 ? 0 : flat[at] / scale,
+  sum_squares: scale === 0 ? 0 : flat[at + 1] / (scale * scale),
+})
+
 /** The flat counts of a window as the documented {@link DriftCounts}. */
 export const toDriftCounts = (layout: DriftLayout, flat: Float64Array, from: number, to: number): DriftCounts => {
   const slice = (start: number, length: number) => Array.from(flat.subarray(start, start + length))
   const { prediction, health } = layout
+  const feature = (f: FeatureSlots): FeatureCounts => {
+    const counts: FeatureCounts = { name: f.name, kind: f.kind, counts: slice(f.offset, f.size) }
+    if (f.sums !== -1) counts.sums = clampedSums(flat, f.sums, f.scale, f.min, f.max)
+    return counts
+  }
   return {
     model: layout.model,
     version: layout.version,
     from_minute: from,
     to_minute: to,
     rows: flat[layout.rows],
-    features: layout.features.map((f) => ({ name: f.name, kind: f.kind, counts: slice(f.offset, f.size) })),
+    features: layout.features.map(feature),
     prediction: {
       counts: slice(prediction.offset, prediction.edges.length + 1),
       class_counts: [flat[prediction.classes], flat[prediction.classes + 1]],
       nan_outputs: flat[prediction.nan],
+      logit_sums: clampedSums(flat, prediction.sums, prediction.scale, -PREDICTION_LOGIT_BOUND, PREDICTION_LOGIT_BOUND),
     },
     health: {
       requests: flat[health.requests],

@@ -1,7 +1,8 @@
 import type { ControllerDriftReport, DriftWindow, Verdict } from '../../../shared/drift/report.ts'
-import { binnedKs, chiSquare, jensenShannonDistance, psi } from '../../../shared/drift/statistics.ts'
-import { psiReference, type DriftThresholds } from './baseline-format.ts'
-import type { DriftCounts, FeatureCounts } from './counts.ts'
+import { binnedKs, binnedWasserstein, chiSquare, jensenShannonDistance, meanShift, psi, type MeanShift, type Moments } from '../../../shared/drift/statistics.ts'
+import { binnedQuality, type QualityFigures } from '../../../shared/quality.ts'
+import { PREDICTION_LOGIT_BOUND, clampedLogit, psiReference, type DriftThresholds, type EffectThresholds } from './baseline-format.ts'
+import type { ClampedSums, DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
 import type { ReportBaseline } from './report-baseline.ts'
 import { type AlertState, alertRule } from './alert-rule.ts'
@@ -17,19 +18,39 @@ export interface Rate {
   delta: number
 }
 
+/**
+ * The location shift of the current window (numeric features over their values clamped to the
+ * baseline's [min, max], the prediction over its clamped logit): `smd`, `se` and `z` are null
+ * when the window has fewer than 2 values or the reference none to spare (sd 0).
+ */
+export type EffectSize = {
+  smd: number | null
+  se: number | null
+  z: number | null
+  /** Wasserstein-1 between the binned distributions (even within a bin) over the reference sd. */
+  wasserstein: number | null
+  mean: { reference: number; observed: number | null }
+  sd: { reference: number; observed: number | null }
+  thresholds: Pick<EffectThresholds, 'min_effect' | 'z_warning' | 'z_critical'>
+  /** Critical (warning) when |smd| ≥ min_effect and |z| ≥ z_critical (z_warning). */
+  verdict: Verdict
+}
+
 /** Type aliases, not interfaces: the shared contract's loose feature object needs their implicit index signature. */
 export type DistributionDrift = {
   rows: number
   psi: number
   js_distance: number
   thresholds: { warning: number; critical: number }
+  /** The worse of PSI's verdict and, where there is one, the effect size's. */
   verdict: Verdict
   /** Critical windows in a row, ending with this one. */
   consecutive_critical: number
   /** The alert rule's state: on after 3 critical windows in a row, off after 3 clean ones. */
   alerting: boolean
-  /** Every window evaluated, oldest first, each with its own PSI and verdict; the last is the current one. */
+  /** Every window evaluated, oldest first, each with its own PSI (SMD and z) and verdict; the last is the current one. */
   windows: DriftWindow[]
+  effect_size?: EffectSize
 }
 
 export type FeatureDrift = DistributionDrift & {
@@ -53,7 +74,14 @@ export interface DriftReport extends ControllerDriftReport {
   dataset: { verdict: Verdict; critical_features: string[]; alerting: boolean; alerting_features: string[] }
   features: FeatureDrift[]
   /** `counts` are the current window's rows per prediction bin; `baseline_counts` the baseline's over the same bins. */
-  prediction: DistributionDrift & { counts: number[]; baseline_counts: number[]; class_counts: [number, number]; nan_outputs: number }
+  prediction: DistributionDrift & {
+    counts: number[]
+    baseline_counts: number[]
+    class_counts: [number, number]
+    nan_outputs: number
+    /** CBPE: the current window's rows per bin with the baseline's label-positive share of that bin (no labels needed). */
+    estimated_quality: QualityFigures
+  }
   health: {
     requests: number
     errors: number
@@ -81,23 +109,68 @@ const sum = (counts: readonly number[]): number => counts.reduce((a, b) => a + b
 export const verdictOf = (rows: number, statistic: number, { warning, critical }: Pick<DriftThresholds, 'warning' | 'critical'>): Verdict =>
   rows < MIN_WINDOW_ROWS ? 'insufficient' : statistic >= critical ? 'critical' : statistic >= warning ? 'warning' : 'ok'
 
+const SEVERITY: Record<Verdict, number> = { insufficient: 0, ok: 1, warning: 2, critical: 3 }
+const worse = (a: Verdict, b: Verdict): Verdict => (SEVERITY[b] > SEVERITY[a] ? b : a)
+
+/** An effect size's verdict: both gates must open, the size's and the evidence's. */
+export const effectVerdictOf = (rows: number, shift: MeanShift | undefined, { min_effect, z_warning, z_critical }: EffectSize['thresholds']): Verdict => {
+  if (rows < MIN_WINDOW_ROWS) return 'insufficient'
+  if (!shift || Math.abs(shift.smd) < min_effect) return 'ok'
+  const z = Math.abs(shift.z)
+  return z >= z_critical ? 'critical' : z >= z_warning ? 'warning' : 'ok'
+}
+
+/** Mean and sd of `n` values from their clamped sums (population sd, as the baseline's). */
+const momentsOf = (n: number, { low, sum: total, sum_squares }: ClampedSums): Moments => {
+  if (n === 0) return { n, mean: Number.NaN, sd: Number.NaN }
+  const offset = total / n
+  return { n, mean: low + offset, sd: Math.sqrt(Math.max(0, sum_squares / n - offset * offset)) }
+}
+
+/** One window's side of an effect size: its moments, and its counts over the reference bins. */
+interface EffectWindow {
+  moments: Moments
+  bins: readonly number[]
+}
+
+/** What an effect size compares: the reference's moments, levels and bins (with their bounds, for Wasserstein-1) against each window's. */
+interface EffectInput {
+  reference: Moments
+  thresholds: EffectSize['thresholds']
+  bounds: readonly number[]
+  referenceBins: readonly number[]
+  windows: readonly EffectWindow[]
+}
+
 /** A window's span, the minutes its counts cover. */
 type Span = Pick<DriftCounts, 'from_minute' | 'to_minute'>
 
-/** PSI and its verdict for each window (oldest first), with the alert rule run over them. */
-const distribution = (reference: readonly number[], windows: readonly (readonly number[])[], spans: readonly Span[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>): DistributionDrift => {
+/**
+ * PSI and its verdict for each window (oldest first), with the effect size's where it applies
+ * (`effects` one per window), and the alert rule run over the worse of the two.
+ */
+const distribution = (
+  reference: readonly number[], windows: readonly (readonly number[])[], spans: readonly Span[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>,
+  effect?: EffectInput,
+): DistributionDrift => {
   let state: AlertState = alertRule.initial
+  const shifts = effect?.windows.map((w) => meanShift(effect.reference, w.moments))
   const history = windows.map((observed, i): DriftWindow => {
     const rows = sum(observed)
     const value = psi(reference, observed)
-    const verdict = verdictOf(rows, value, thresholds)
-    state = alertRule.next(state, verdict)
-    return { from_minute: spans[i].from_minute, to_minute: spans[i].to_minute, rows, psi: value, verdict }
+    const span = { from_minute: spans[i].from_minute, to_minute: spans[i].to_minute, rows, psi: value }
+    const psiVerdict = verdictOf(rows, value, thresholds)
+    const shift = shifts?.[i]
+    const window: DriftWindow = effect === undefined
+      ? { ...span, verdict: psiVerdict }
+      : { ...span, verdict: worse(psiVerdict, effectVerdictOf(rows, shift, effect.thresholds)), smd: shift?.smd ?? null, z: shift?.z ?? null }
+    state = alertRule.next(state, window.verdict)
+    return window
   })
   const last = history[history.length - 1]
   if (!last) throw new RangeError('a drift report needs at least one window')
   const current = windows[windows.length - 1]
-  return {
+  const drift: DistributionDrift = {
     rows: last.rows,
     psi: last.psi,
     js_distance: jensenShannonDistance(reference, current),
@@ -107,6 +180,31 @@ const distribution = (reference: readonly number[], windows: readonly (readonly 
     alerting: state.alerting,
     windows: history,
   }
+  if (effect && shifts) drift.effect_size = effectSize(effect, shifts[shifts.length - 1], last.rows)
+  return drift
+}
+
+/** The current window's effect size, in full. */
+const effectSize = ({ reference, thresholds, bounds, referenceBins, windows }: EffectInput, shift: MeanShift | undefined, rows: number): EffectSize => {
+  const window = windows[windows.length - 1]
+  const told = window.moments.n > 0
+  const { min_effect, z_warning, z_critical } = thresholds
+  return {
+    smd: shift?.smd ?? null,
+    se: shift?.se ?? null,
+    z: shift?.z ?? null,
+    wasserstein: reference.sd > 0 && told ? binnedWasserstein(bounds, referenceBins, window.bins) / reference.sd : null,
+    mean: { reference: reference.mean, observed: told ? window.moments.mean : null },
+    sd: { reference: reference.sd, observed: told ? window.moments.sd : null },
+    thresholds: { min_effect, z_warning, z_critical },
+    verdict: effectVerdictOf(rows, shift, thresholds),
+  }
+}
+
+/** A numeric window's present values' moments (its PSI vector's cells after the missing one). */
+const presentMoments = (live: FeatureCounts, vector: readonly number[]): Moments => {
+  if (!live.sums) throw new Error(`numeric feature "${live.name}" was counted without its sums`)
+  return momentsOf(sum(vector) - vector[0], live.sums)
 }
 
 const featureDrift = (baseline: ReportBaseline['features'][number], important: boolean, windows: readonly FeatureCounts[], spans: readonly Span[]): FeatureDrift => {
@@ -119,11 +217,20 @@ const featureDrift = (baseline: ReportBaseline['features'][number], important: b
   const missing = { reference: reference[0] / referenceRows, observed: rows === 0 ? 0 : observed[0] / rows }
   const present = rows - observed[0]
   const { statistic, df, pValue } = chiSquare(reference, observed)
+  const effect = baseline.kind === 'numeric'
+    ? {
+        reference: { n: referenceRows - reference[0], mean: baseline.effect_size.mean, sd: baseline.effect_size.sd },
+        thresholds: baseline.effect_size.thresholds,
+        bounds: [baseline.min, ...baseline.edges, baseline.max],
+        referenceBins: reference.slice(1),
+        windows: windows.map((w, i) => ({ moments: presentMoments(w, vectors[i]), bins: vectors[i].slice(1) })),
+      }
+    : undefined
   const drift: FeatureDrift = {
     name: baseline.name,
     kind: current.kind,
     important,
-    ...distribution(reference, vectors, spans, baseline.thresholds),
+    ...distribution(reference, vectors, spans, baseline.thresholds, effect),
     chi_square: { statistic, df, p_value: pValue },
     missing_rate: { ...missing, delta: missing.observed - missing.reference },
   }
@@ -136,14 +243,39 @@ const featureDrift = (baseline: ReportBaseline['features'][number], important: b
   return drift
 }
 
+type PredictionBaseline = ReportBaseline['prediction']
+
+/** The prediction's effect size over its clamped logit, its bins bounded by the edges' logits. */
+const predictionEffect = (baseline: PredictionBaseline, windows: readonly DriftCounts[]): EffectInput => ({
+  reference: { n: sum(baseline.counts), mean: baseline.effect_size.mean, sd: baseline.effect_size.sd },
+  thresholds: baseline.effect_size.thresholds,
+  bounds: [-PREDICTION_LOGIT_BOUND, ...baseline.edges.map(clampedLogit), PREDICTION_LOGIT_BOUND],
+  referenceBins: baseline.counts,
+  windows: windows.map(({ prediction }) => ({ moments: momentsOf(sum(prediction.counts), prediction.logit_sums), bins: prediction.counts })),
+})
+
+/**
+ * Confidence-based performance estimation: each bin's live rows are label-positive at the share
+ * the reference rows in that bin were, and score at the reference rows' mean. It holds while the
+ * model's calibration does (covariate shift), not when the label's relation to the inputs moves.
+ */
+export const estimatedQuality = (baseline: PredictionBaseline, threshold: number | undefined, counts: readonly number[]): QualityFigures => {
+  const { positives, mean_probability: meanProbability } = baseline.calibration
+  // A bin the reference never reached has no calibration: its mean score is the best guess.
+  const bins = counts.map((rows, i) => ({ rows, positives: rows * (baseline.counts[i] > 0 ? positives[i] / baseline.counts[i] : meanProbability[i]) }))
+  return binnedQuality(baseline.edges, threshold, bins, { meanProbability })
+}
+
 /**
  * The drift report of one version: `windows` are consecutive windows of equal length, oldest
  * first, the last one current. Each statistic and verdict is the current window's, and each
  * distribution lists every window's PSI and verdict as `windows`; the alert rule runs over them, so the report needs no memory of earlier calls and every replica
  * computes the same one. Thresholds are the baseline's, calibrated for 1,000-row windows: for a
- * bigger window they are conservative (the no-drift spread only shrinks with more rows).
+ * bigger window PSI's are conservative (the no-drift spread only shrinks with more rows), and the
+ * effect size's minimum keeps a large window's tiny standard error from making a trivial shift
+ * critical. `threshold` is the config's (undefined: argmax), for the estimated accuracy.
  */
-export const driftReport = (baseline: ReportBaseline, importantFeatures: ReadonlySet<string>, windows: readonly DriftCounts[]): DriftReport => {
+export const driftReport = (baseline: ReportBaseline, importantFeatures: ReadonlySet<string>, windows: readonly DriftCounts[], threshold?: number): DriftReport => {
   const current = windows[windows.length - 1]
   if (!current) throw new RangeError('a drift report needs at least one window')
   const features = baseline.features.map((f, i) =>
@@ -180,11 +312,12 @@ export const driftReport = (baseline: ReportBaseline, importantFeatures: Readonl
     },
     features,
     prediction: {
-      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), windows, baseline.prediction.thresholds),
+      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), windows, baseline.prediction.thresholds, predictionEffect(baseline.prediction, windows)),
       counts: current.prediction.counts,
       baseline_counts: baseline.prediction.counts,
       class_counts: current.prediction.class_counts,
       nan_outputs: current.prediction.nan_outputs,
+      estimated_quality: estimatedQuality(baseline.prediction, threshold, current.prediction.counts),
     },
     health: {
       requests: health.requests,

@@ -35,12 +35,14 @@ describe('computeBaseline', () => {
   }
   const instances = Array.from({ length: 200 }, (_, i) => row(i))
   const positive = Array.from({ length: 200 }, (_, i) => i / 200)
+  // Every fifth row is labels[1]: 2 of the 10 rows in each prediction bin.
+  const outcomes = Array.from({ length: 200 }, (_, i) => (i % 5 === 0 ? 1 : 0))
   // 40 windows of 1000 that repeat the counted rows exactly: PSI 0 in every one.
   const heldOut = {
     instances: Array.from({ length: 40_000 }, (_, i) => row(i % 200)),
     positive: Array.from({ length: 40_000 }, (_, i) => (i % 200) / 200),
   }
-  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut })
+  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes, labels: ['no', 'yes'], threshold: 0.5, heldOut })
 
   it('bins numbers at their quantiles and records range and missing rate', () => {
     const [n] = baseline.features
@@ -77,7 +79,7 @@ describe('computeBaseline', () => {
   })
 
   it('histograms the positive-class probability in 20 fixed bins and counts predicted classes', () => {
-    expect(baseline).toMatchObject({ format: 2, model: 'm', version: 3, rows: 200 })
+    expect(baseline).toMatchObject({ format: 3, model: 'm', version: 3, rows: 200 })
     expect(baseline.prediction.edges).toEqual([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95])
     expect(baseline.prediction.counts).toEqual(new Array(20).fill(10))
     expect(baseline.prediction.class_counts).toEqual({ no: 100, yes: 100 })
@@ -109,9 +111,40 @@ describe('computeBaseline', () => {
     expect(levels.map((t) => t.warning > 0.1)).toEqual([true, false, false, true])
   })
 
+  it('records the moments the effect size compares against: numbers clamped to [min, max], the logit of the score within ±10', () => {
+    const [n] = baseline.features
+    if (n.kind !== 'numeric') throw new Error('expected numeric')
+    // n is 2…199: mean 100.5, population sd √((198² − 1) / 12); the grid (197 / 4096) moves neither by a step.
+    expect(Math.abs(n.effect_size.mean - 100.5)).toBeLessThan(197 / 4096)
+    expect(Math.abs(n.effect_size.sd - Math.sqrt((198 ** 2 - 1) / 12))).toBeLessThan(197 / 4096)
+    const logits = positive.map((p) => Math.max(-10, Math.log(p / (1 - p))))
+    const mean = logits.reduce((a, b) => a + b) / 200
+    const sd = Math.sqrt(logits.reduce((a, l) => a + (l - mean) ** 2, 0) / 200)
+    expect(Math.abs(baseline.prediction.effect_size.mean - mean)).toBeLessThan(20 / 4096)
+    expect(Math.abs(baseline.prediction.effect_size.sd - sd)).toBeLessThan(20 / 4096)
+    expect('effect_size' in baseline.features[1]).toBe(false)
+  })
+
+  it('calibrates the effect-size levels on the held-out windows: their floors when every window is the reference', () => {
+    for (const { thresholds } of [baseline.features[0] as { effect_size: { thresholds: object } }, baseline.prediction].map((f) => f.effect_size)) {
+      expect(thresholds).toEqual({
+        statistic: 'smd', window: 1000, min_effect: 0.1, z_warning: 3, z_critical: 4,
+        no_drift: { held_out_windows: 40, z_mean: 0, z_sd: 0, max_abs_smd: 0 },
+      })
+    }
+  })
+
+  it('calibrates the prediction bins on the labels: label-positive rows and mean score per bin', () => {
+    expect(baseline.prediction.calibration.positives).toEqual(new Array(20).fill(2))
+    // Bin b holds scores (10b … 10b + 9) / 200.
+    baseline.prediction.calibration.mean_probability.forEach((p, b) => expect(p).toBeCloseTo((10 * b + 4.5) / 200, 12))
+    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes: outcomes.slice(1), labels: ['no', 'yes'], threshold: 0.5, heldOut }))
+      .toThrow('199 outcomes for 200 scored instances')
+  })
+
   it('refuses held-out rows too few for 40 windows', () => {
     const short = { instances: heldOut.instances.slice(0, 39_999), positive: heldOut.positive.slice(0, 39_999) }
-    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut: short }))
+    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes, labels: ['no', 'yes'], threshold: 0.5, heldOut: short }))
       .toThrow(/39 windows of 1000; calibration needs 40/)
   })
 })

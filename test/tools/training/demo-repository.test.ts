@@ -155,8 +155,8 @@ describe('the committed credit-risk repository', () => {
     for (const version of [1, 2]) {
       const baseline = JSON.parse(await readFile(join(committed, String(version), 'baseline.json'), 'utf8'))
       const metrics = JSON.parse(await readFile(join(committed, String(version), 'metrics.json'), 'utf8'))
-      const { applicants } = generateApplicants(metrics.training.rows, metrics.training.data_seed)
-      expect(baseline).toMatchObject({ format: 2, model: 'credit-risk', version, rows: applicants.length })
+      const { applicants, labels } = generateApplicants(metrics.training.rows, metrics.training.data_seed)
+      expect(baseline).toMatchObject({ format: 3, model: 'credit-risk', version, rows: applicants.length })
       expect(baseline.features.map((f: { name: string }) => f.name)).toEqual(spec.features.map((f) => f.name))
       for (const f of baseline.features) {
         const values = applicants.map((a) => a[f.name as keyof typeof a])
@@ -193,6 +193,10 @@ describe('the committed credit-risk repository', () => {
       expect(moved).toBeLessThanOrEqual(2)
       expect(Math.abs(baseline.prediction.class_counts.high_risk - high)).toBeLessThanOrEqual(1)
       expect(baseline.prediction.class_counts.low_risk + baseline.prediction.class_counts.high_risk).toBe(applicants.length)
+      // The calibration is the training labels per bin: every high_risk row in some bin, none in more than it holds.
+      const { positives } = baseline.prediction.calibration
+      expect(positives.reduce((a: number, b: number) => a + b, 0)).toBe(labels.reduce((a, b) => a + b, 0))
+      positives.forEach((p: number, i: number) => expect(p).toBeLessThanOrEqual(baseline.prediction.counts[i]))
     }
   })
 

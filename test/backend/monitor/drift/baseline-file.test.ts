@@ -26,7 +26,7 @@ afterEach(() => rm(dir, { recursive: true, force: true }))
 describe('DriftMonitor.open', () => {
   it('counts a version with a feature spec and a baseline that fits, and keeps its counter across reloads', async () => {
     // Fields the counter does not read (reference counts, thresholds) are allowed.
-    await writeBaseline({ format: 2, ...baseline, rows: 100 })
+    await writeBaseline({ format: 3, ...baseline, rows: 100 })
     const counter = await monitor.open('toy', 1, config, dir)
     expect(counter?.layout.features.map((f) => f.name)).toEqual(['score', 'color', 'flag'])
     expect(await monitor.open('toy', 1, config, dir)).toBe(counter)

@@ -32,8 +32,25 @@ describe('DriftCounter.record', () => {
     send([0.35, NaN, 0.05, 0.1, 1.1, 2.19, 2.2, 9.9, 10, Infinity, -Infinity].map((s) => row(s, 0, 0)))
     const { features, rows } = await counter.window(1)
     // [missing, below_min, [..0.35), [0.35..1.1), [1.1..2.2), [2.2..], above_max]
-    expect(features[0]).toEqual({ name: 'score', kind: 'numeric', counts: [1, 2, 1, 1, 2, 2, 2] })
+    const { sums, ...binned } = features[0]
+    expect(binned).toEqual({ name: 'score', kind: 'numeric', counts: [1, 2, 1, 1, 2, 2, 2] })
     expect(rows).toBe(11)
+    // The 10 present values clamped to [0.1, 9.9], less 0.1: 0.25, 0, 0, 1, 2.09, 2.1 and 9.8 four times
+    // (9.9, 10, ∞; -∞ is 0); each within half a grid step (9.8 / 4096) of its sums' share.
+    const shifted = [0.25, 0, 0, 1, 2.09, 2.1, 9.8, 9.8, 9.8, 0]
+    const step = 9.8 / 4096
+    expect(sums).toMatchObject({ low: Math.fround(0.1), high: Math.fround(9.9) })
+    expect(Math.abs(sums!.sum - shifted.reduce((a, b) => a + b))).toBeLessThan(10 * step)
+    expect(Math.abs(sums!.sum_squares - shifted.reduce((a, b) => a + b * b, 0))).toBeLessThan(10 * 2 * 9.8 * step)
+  })
+
+  it('keeps the sums in whole grid steps, so Redis can add them (HINCRBY is integer-only)', async () => {
+    send([0.123, 4.567, 8.9].map((s) => row(s, 0, 0)), [0.013, 0.5, 0.97])
+    const { features, prediction } = await counter.window(1)
+    const scale = counter.layout.features[0].scale
+    expect(Number.isInteger(features[0].sums!.sum * scale) && Number.isInteger(features[0].sums!.sum_squares * scale * scale)).toBe(true)
+    const logitScale = counter.layout.prediction.scale
+    expect(Number.isInteger(prediction.logit_sums.sum * logitScale)).toBe(true)
   })
 
   it('counts categories in baseline order, with __other__, __unseen__ and missing', async () => {
@@ -56,8 +73,14 @@ describe('DriftCounter.record', () => {
     const positives = [0.1, 0.25, 0.5, 0.6875, 0.7, 0.71875, 0.75, 1, NaN, Infinity]
     send(positives.map(() => row(1, 0, 0)), positives)
     const { prediction, rows } = await counter.window(1)
-    expect(prediction).toEqual({ counts: [1, 1, 4, 2], class_counts: [5, 3], nan_outputs: 2 })
+    const { logit_sums: sums, ...binned } = prediction
+    expect(binned).toEqual({ counts: [1, 1, 4, 2], class_counts: [5, 3], nan_outputs: 2 })
     expect(rows).toBe(10)
+    // The 8 finite scores' logits, clamped to ±10 (p = 1 is 10), less −10; within half a step (20 / 4096) each.
+    const logits = positives.slice(0, 8).map((p) => Math.min(10, Math.log(Math.fround(p) / (1 - Math.fround(p)))) + 10)
+    expect(sums).toMatchObject({ low: -10, high: 10 })
+    expect(Math.abs(sums.sum - logits.reduce((a, b) => a + b))).toBeLessThan(8 * 10 / 4096)
+    expect(logits[7]).toBe(20)
   })
 
   it('classes by argmax when the config sets no threshold, as the edge does', async () => {

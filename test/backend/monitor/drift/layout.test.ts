@@ -7,19 +7,22 @@ import { baseline, config } from './fixture.ts'
 describe('driftLayout', () => {
   const layout = driftLayout('toy', 1, config, baseline)
 
-  it('lays the counts out flat: features in spec order, then prediction, rows and health', () => {
-    expect(layout.features.map(({ name, kind, column, columns, offset, size }) => ({ name, kind, column, columns, offset, size }))).toEqual([
-      // [missing, below_min, 4 bins, above_max]
-      { name: 'score', kind: 'numeric', column: 0, columns: 1, offset: 0, size: 7 },
+  it('lays the counts out flat: features in spec order (a numeric one followed by its sums), then prediction, rows and health', () => {
+    expect(layout.features.map(({ name, kind, column, columns, offset, size, sums }) => ({ name, kind, column, columns, offset, size, sums }))).toEqual([
+      // [missing, below_min, 4 bins, above_max], then Σ steps and Σ steps² at 7 and 8
+      { name: 'score', kind: 'numeric', column: 0, columns: 1, offset: 0, size: 7, sums: 7 },
       // [missing, blue, red, __other__, __unseen__]
-      { name: 'color', kind: 'categorical', column: 1, columns: 5, offset: 7, size: 5 },
+      { name: 'color', kind: 'categorical', column: 1, columns: 5, offset: 9, size: 5, sums: -1 },
       // [missing, false, true]
-      { name: 'flag', kind: 'boolean', column: 6, columns: 1, offset: 12, size: 3 },
+      { name: 'flag', kind: 'boolean', column: 6, columns: 1, offset: 14, size: 3, sums: -1 },
     ])
-    expect(layout.prediction).toMatchObject({ offset: 15, classes: 19, nan: 21 })
-    expect(layout.rows).toBe(22)
-    expect(layout.health).toEqual({ requests: 23, errors: 24, rows: 25, latency: 26 })
-    expect(layout.size).toBe(26 + LATENCY_BOUNDS_US.length + 1)
+    expect(layout.prediction).toMatchObject({ offset: 17, classes: 21, nan: 23, sums: 24 })
+    expect(layout.rows).toBe(26)
+    expect(layout.health).toEqual({ requests: 27, errors: 28, rows: 29, latency: 30 })
+    expect(layout.size).toBe(30 + LATENCY_BOUNDS_US.length + 1)
+    // 4096 grid steps over the clamp range: [min, max] of the feature, ±10 for the logit.
+    expect(layout.features[0].scale).toBeCloseTo(4096 / (Math.fround(9.9) - Math.fround(0.1)), 9)
+    expect(layout.prediction.scale).toBe(4096 / 20)
   })
 
   it('sends each category column to its baseline category, __other__ or __unseen__', () => {

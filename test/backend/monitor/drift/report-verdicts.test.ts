@@ -2,18 +2,25 @@ import { describe, expect, it } from 'vitest'
 import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
 import { driftReport, verdictOf } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
-import { psiLevels } from './psi-levels.ts'
+import { effectLevels, psiLevels, sumsOf } from './psi-levels.ts'
 
 /** Six numeric features alike, each over 3 bins of 300/400/300 reference rows; PSI levels 0.1 / 0.2. */
 const NAMES = ['f1', 'f2', 'f3', 'f4', 'f5', 'f6']
 const levels = psiLevels(0.1, 0.2)
 const six: ReportBaseline = {
-  format: 2,
+  format: 3,
   model: 'm',
   version: 1,
   rows: 1000,
-  features: NAMES.map((name) => ({ name, kind: 'numeric' as const, edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: levels })),
-  prediction: { edges: [0.5], counts: [700, 300], class_counts: { no: 700, yes: 300 }, thresholds: levels },
+  features: NAMES.map((name) => ({ name, kind: 'numeric' as const, edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: levels, effect_size: { mean: 1.5, sd: 0.8, thresholds: effectLevels } })),
+  prediction: {
+    edges: [0.5],
+    counts: [700, 300],
+    class_counts: { no: 700, yes: 300 },
+    thresholds: levels,
+    effect_size: { mean: -1, sd: 2, thresholds: effectLevels },
+    calibration: { positives: [140, 240], mean_probability: [0.2, 0.8] },
+  },
 }
 
 /** Live bins [missing, below, b0, b1, b2, above] per feature: as the reference, moderately moved, or far. */
@@ -27,8 +34,9 @@ const window = (bins: number[][]): DriftCounts => ({
   from_minute: 100,
   to_minute: 114,
   rows: 1000,
-  features: bins.map((counts, i) => ({ name: NAMES[i]!, kind: 'numeric' as const, counts })),
-  prediction: { counts: [700, 300], class_counts: [700, 300], nan_outputs: 0 },
+  // The sums say what the reference says: these verdicts are PSI's alone.
+  features: bins.map((counts, i) => ({ name: NAMES[i]!, kind: 'numeric' as const, counts, sums: sumsOf(1000, 1.5, 0.8, 0, 3) })),
+  prediction: { counts: [700, 300], class_counts: [700, 300], nan_outputs: 0, logit_sums: sumsOf(1000, -1, 2, -10, 10) },
   health: { requests: 10, errors: 0, rows: 1000, latency_bounds_us: [1000], latency_counts: [10, 0] },
 })
 

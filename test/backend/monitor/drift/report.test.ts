@@ -5,42 +5,55 @@ import type { ReportBaseline } from '../../../../backend/monitor/drift/report-ba
 import { BackendMonitor } from '../../../../edge/rollout/backend-monitor.ts'
 import { controllerDriftReport } from '../../../../shared/drift/report.ts'
 import { psi } from '../../../../shared/drift/statistics.ts'
-import { psiLevels } from './psi-levels.ts'
+import { effectLevels, psiLevels, sumsOf } from './psi-levels.ts'
 
 const thresholds = psiLevels
+/** x's reference moments over [0, 3], and the prediction logit's. */
+const X = { mean: 1.5, sd: 0.8 }
+const LOGIT = { mean: -1, sd: 2 }
 
 /** Two features: numeric `x` over 3 bins, categorical `c` with a, b; reference 1,000 rows each. */
 const baseline: ReportBaseline = {
-  format: 2,
+  format: 3,
   model: 'm',
   version: 1,
   rows: 1000,
   features: [
-    { name: 'x', kind: 'numeric', edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: thresholds(0.1, 0.2) },
+    { name: 'x', kind: 'numeric', edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: thresholds(0.1, 0.2), effect_size: { ...X, thresholds: effectLevels } },
     { name: 'c', kind: 'categorical', categories: ['a', 'b'], counts: { a: 600, b: 380, __other__: 20, __unseen__: 0 }, missing: 0, missing_rate: 0, thresholds: thresholds(0.1, 0.25) },
   ],
-  prediction: { edges: [0.5], counts: [700, 300], class_counts: { no: 700, yes: 300 }, thresholds: thresholds(0.1, 0.2) },
+  prediction: {
+    edges: [0.5],
+    counts: [700, 300],
+    class_counts: { no: 700, yes: 300 },
+    thresholds: thresholds(0.1, 0.2),
+    effect_size: { ...LOGIT, thresholds: effectLevels },
+    calibration: { positives: [140, 240], mean_probability: [0.2, 0.8] },
+  },
 }
 
 interface Window {
   x: number[] // [missing, below, b0, b1, b2, above]
   c: number[] // [missing, a, b, other, unseen]
   p?: number[]
+  /** Mean of x's present values and of the logit; the reference's unless given. */
+  xMean?: number
+  logitMean?: number
   requests?: number
   errors?: number
 }
 
-const counts = ({ x, c, p = [700, 300], requests = 10, errors = 0 }: Window, minute = 100): DriftCounts => ({
+const counts = ({ x, c, p = [700, 300], xMean = X.mean, logitMean = LOGIT.mean, requests = 10, errors = 0 }: Window, minute = 100): DriftCounts => ({
   model: 'm',
   version: 1,
   from_minute: minute,
   to_minute: minute + 14,
   rows: x.reduce((a, b) => a + b, 0),
   features: [
-    { name: 'x', kind: 'numeric', counts: x },
+    { name: 'x', kind: 'numeric', counts: x, sums: sumsOf(x.reduce((a, b) => a + b, 0) - x[0], xMean, X.sd, 0, 3) },
     { name: 'c', kind: 'categorical', counts: c },
   ],
-  prediction: { counts: p, class_counts: [p[0], p[1]], nan_outputs: 0 },
+  prediction: { counts: p, class_counts: [p[0], p[1]], nan_outputs: 0, logit_sums: sumsOf(p[0] + p[1], logitMean, LOGIT.sd, -10, 10) },
   health: { requests, errors, rows: 1000, latency_bounds_us: [1000, 2000, 4000], latency_counts: [50, 40, 10, 0] },
 })
 
@@ -87,7 +100,7 @@ describe('driftReport', () => {
     expect(x.windows[0].psi).toBeCloseTo(0, 12)
     // The thin window moved far, yet 100 rows say nothing.
     expect(x.windows[1].psi).toBeGreaterThan(x.thresholds.critical)
-    expect(x.windows[2]).toEqual({ from_minute: 100, to_minute: 114, rows: x.rows, psi: x.psi, verdict: x.verdict })
+    expect(x.windows[2]).toEqual({ from_minute: 100, to_minute: 114, rows: x.rows, psi: x.psi, verdict: x.verdict, smd: 0, z: 0 })
     expect(c.windows.map((w) => w.verdict)).toEqual(['ok', 'insufficient', 'ok'])
 
     // The prediction's history over the same windows, and the baseline's histogram beside the live one.
