@@ -215,6 +215,8 @@ const minuteKey = (model: string, version: number, minute: number): string => `q
 export interface UpstashGroundTruthOptions {
   /** Longest wait for Redis per call (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
   timeoutMs?: number
+  /** How long edge failures gather in the isolate before one write sends them all (default 1000 ms). */
+  failureFlushMs?: number
 }
 
 /** A hash as HGETALL answered it: an object (deserialized) or a flat field, value array (raw), or null. */
@@ -243,9 +245,14 @@ const parseRecord = (raw: unknown): ServedRecord | undefined => {
  */
 export class UpstashGroundTruth implements GroundTruthStore {
   readonly #timeoutMs: number
+  readonly #failureFlushMs: number
+  /** Edge failures not yet written, by minute key; `#flushing` is the write they will go out in. */
+  #failures = new Map<string, number>()
+  #flushing: Promise<void> | undefined
 
-  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS }: UpstashGroundTruthOptions = {}) {
+  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS, failureFlushMs = 1_000 }: UpstashGroundTruthOptions = {}) {
     this.#timeoutMs = timeoutMs
+    this.#failureFlushMs = failureFlushMs
   }
 
   async serve(requestId: string, record: ServedRecord, ttlSeconds: number): Promise<void> {
@@ -297,12 +304,25 @@ export class UpstashGroundTruth implements GroundTruthStore {
     await within(pipeline.exec(), this.#timeoutMs)
   }
 
-  async edgeFailure(model: string, version: number, minute: number): Promise<void> {
+  /**
+   * Counted in the isolate and written with every other failure of the next `failureFlushMs` in one
+   * round trip: a backend that is down fails every call, and each must not cost a Redis write.
+   * Resolves (or rejects) when the write it went out in has landed (or failed: those counts are lost).
+   */
+  edgeFailure(model: string, version: number, minute: number): Promise<void> {
     const key = minuteKey(model, version, minute)
-    const pipeline = this.redis.pipeline()
-    pipeline.hincrby(key, EDGE_FAILURES, 1)
-    pipeline.expire(key, COUNTS_TTL_SECONDS)
-    await within(pipeline.exec(), this.#timeoutMs)
+    this.#failures.set(key, (this.#failures.get(key) ?? 0) + 1)
+    return (this.#flushing ??= new Promise<void>((resolve) => setTimeout(resolve, this.#failureFlushMs)).then(async () => {
+      const batch = this.#failures
+      this.#failures = new Map()
+      this.#flushing = undefined
+      const pipeline = this.redis.pipeline()
+      for (const [name, n] of batch) {
+        pipeline.hincrby(name, EDGE_FAILURES, n)
+        pipeline.expire(name, COUNTS_TTL_SECONDS)
+      }
+      await within(pipeline.exec(), this.#timeoutMs)
+    }))
   }
 
   async window(model: string, version: number, fromMinute: number, toMinute: number): Promise<WindowCounts> {

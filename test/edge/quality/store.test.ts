@@ -20,9 +20,9 @@ const record = (scores: number[], version = 2): ServedRecord => ({ model: 'm', v
 const stores: Array<[string, () => GroundTruthStore]> = [
   ['in memory', () => new MemoryGroundTruth()],
   // The edge's own client settings: stored strings come back as strings.
-  ['in Redis', () => new UpstashGroundTruth(new Redis({ url: upstash.adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false }), { timeoutMs: 2_000 })],
+  ['in Redis', () => new UpstashGroundTruth(new Redis({ url: upstash.adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false }), { timeoutMs: 2_000, failureFlushMs: 10 })],
   // The isolate's client deserializes: records come back parsed and hashes as objects.
-  ['in Redis through a deserializing client', () => new UpstashGroundTruth(upstash.client, { timeoutMs: 2_000 })],
+  ['in Redis through a deserializing client', () => new UpstashGroundTruth(upstash.client, { timeoutMs: 2_000, failureFlushMs: 10 })],
 ]
 
 describe.each(stores)('the ground-truth store %s', (_, make) => {
@@ -47,9 +47,7 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     const model = `sum-${Math.random().toString(36).slice(2)}`
     const label = (minute: number, score: number, positive: boolean, delaySeconds = 30) => ({ model, version: 3, minute, score, positive, delaySeconds })
     await store.count([label(100, 0.92, true), label(100, 0.91, false, 7_200), label(101, 0.1, false), label(103, 0.1, true)])
-    await store.edgeFailure(model, 3, 101)
-    await store.edgeFailure(model, 3, 101)
-    await store.edgeFailure(model, 4, 101)
+    await Promise.all([store.edgeFailure(model, 3, 101), store.edgeFailure(model, 3, 101), store.edgeFailure(model, 4, 101)])
     const w = await store.window(model, 3, 100, 102)
     const high = predictionBin(PREDICTION_EDGES, 0.92)
     const low = predictionBin(PREDICTION_EDGES, 0.1)
@@ -61,6 +59,20 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     expect(w.delays[delayBucket(30)]).toBe(2)
     expect(w.delays[delayBucket(7_200)]).toBe(1)
     expect(w.edgeFailures).toBe(2)
+  })
+})
+
+describe('the Redis store', () => {
+  it('writes the edge failures of one flush interval in one round trip, each caller waiting for it', async () => {
+    const redis = new Redis({ url: upstash.adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false })
+    let pipelines = 0
+    const counting = new Proxy(redis, { get: (target, name, receiver) => (name === 'pipeline' ? () => (pipelines++, target.pipeline()) : Reflect.get(target, name, receiver)) })
+    const store = new UpstashGroundTruth(counting, { timeoutMs: 2_000, failureFlushMs: 20 })
+    const model = `batch-${Math.random().toString(36).slice(2)}`
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.edgeFailure(model, 1 + (i % 2), 7)))
+    expect(pipelines).toBe(1)
+    expect((await store.window(model, 1, 7, 7)).edgeFailures).toBe(25)
+    expect((await store.window(model, 2, 7, 7)).edgeFailures).toBe(25)
   })
 })
 
