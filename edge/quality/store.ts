@@ -273,11 +273,21 @@ export class UpstashGroundTruth implements GroundTruthStore {
 
   async mark(keys: readonly LabelKey[]): Promise<Mark[]> {
     if (keys.length === 0) return []
-    // HSETNX on a key that expired would create it without a TTL: only marks on live records are made.
+    // One script per request, marking its instances in the order given.
+    const byRequest = new Map<string, number[]>()
+    keys.forEach(({ requestId }, i) => byRequest.set(requestId, [...(byRequest.get(requestId) ?? []), i]))
     const pipeline = this.redis.pipeline()
-    for (const { requestId, index } of keys) pipeline.eval(MARK_SCRIPT, [SERVED_PREFIX + requestId], [markField(index)])
+    for (const [requestId, at] of byRequest) pipeline.eval(MARK_SCRIPT, [SERVED_PREFIX + requestId], at.map((i) => markField(keys[i].index)))
     const answers = await within(pipeline.exec<unknown[]>(), this.#timeoutMs)
-    return answers.map((a) => (Number(a) === 1 ? 'first' : Number(a) === 0 ? 'repeat' : 'gone'))
+    const marks = new Array<Mark>(keys.length)
+    ;[...byRequest.values()].forEach((at, r) => {
+      const answer = answers[r]
+      at.forEach((i, j) => {
+        const a = Array.isArray(answer) ? Number(answer[j]) : -1
+        marks[i] = a === 1 ? 'first' : a === 0 ? 'repeat' : 'gone'
+      })
+    })
+    return marks
   }
 
   async unmark(keys: readonly LabelKey[]): Promise<void> {
@@ -289,18 +299,23 @@ export class UpstashGroundTruth implements GroundTruthStore {
 
   async count(labels: readonly LabelCount[]): Promise<void> {
     if (labels.length === 0) return
-    const pipeline = this.redis.pipeline()
-    const touched = new Set<string>()
+    // Summed here first: a batch of a thousand labels is a few dozen increments, not thousands.
+    const minutes = new Map<string, MinuteFields>()
     for (const label of labels) {
       const key = minuteKey(label.model, label.version, label.minute)
-      touched.add(key)
-      for (const [name, delta] of labelFields(label)) {
-        if (name.startsWith('r') || name.startsWith('p') || name.startsWith('d')) {
-          if (delta !== 0) pipeline.hincrby(key, name, delta)
-        } else pipeline.hincrbyfloat(key, name, delta)
-      }
+      let fields = minutes.get(key)
+      if (!fields) minutes.set(key, (fields = new Map()))
+      for (const [name, delta] of labelFields(label)) fields.set(name, (fields.get(name) ?? 0) + delta)
     }
-    for (const key of touched) pipeline.expire(key, COUNTS_TTL_SECONDS)
+    const pipeline = this.redis.pipeline()
+    for (const [key, fields] of minutes) {
+      for (const [name, delta] of fields) {
+        // Sums of scores and log losses are fractional; the rest are whole counts.
+        if (name === 'll' || name.startsWith('s')) pipeline.hincrbyfloat(key, name, delta)
+        else if (delta !== 0) pipeline.hincrby(key, name, delta)
+      }
+      pipeline.expire(key, COUNTS_TTL_SECONDS)
+    }
     await within(pipeline.exec(), this.#timeoutMs)
   }
 
@@ -335,5 +350,8 @@ export class UpstashGroundTruth implements GroundTruthStore {
   }
 }
 
-/** HSETNX only while the record is there: 1 for a first mark, 0 for a repeat, -1 for a record gone. */
-const MARK_SCRIPT = "if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end return redis.call('HSETNX', KEYS[1], ARGV[1], '1')"
+/**
+ * HSETNX of each field while the record is there (on an expired key it would create one without a
+ * TTL): per field 1 for a first mark, 0 for a repeat; -1 for every field of a record gone.
+ */
+const MARK_SCRIPT = "local out = {} if redis.call('EXISTS', KEYS[1]) == 0 then for i = 1, #ARGV do out[i] = -1 end return out end for i = 1, #ARGV do out[i] = redis.call('HSETNX', KEYS[1], ARGV[i], '1') end return out"

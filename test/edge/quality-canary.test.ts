@@ -6,7 +6,7 @@ import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { listen, readBody } from '../../infra/local/http-server.ts'
 import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
 import { type LabelledAnswer, ROWS_PER_REQUEST, canaryRollout, sendFeedback, sendPinnedTraffic } from '../../infra/local/canary-traffic.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
@@ -122,9 +122,17 @@ describe('what only the edge sees, in workerd', () => {
     expect(n.psi).not.toBeNull()
     expect(n.psi!).toBeLessThan(n.psi_warning)
     expect(n.stable.realized!.accuracy! - n.canary.realized!.accuracy!).toBeGreaterThan(0.1)
-    // The quality route shows the same labels, beside whatever estimate the backend reports.
-    const quality = (await (await edge(`/v1/models/${MODEL}/quality?window=15m`)).json()) as { versions: Array<{ version: number; realized: { labels: number } | null }> }
-    expect(quality.versions.filter((v) => v.version <= 2).map((v) => [v.version, v.realized?.labels])).toEqual([[1, 1_100], [2, 1_100]])
+    // The quality route shows the same labels beside the backend's label-free estimate (CBPE).
+    type Figures = { labels: number; accuracy: number; roc_auc: number }
+    const quality = (await (await edge(`/v1/models/${MODEL}/quality?window=15m`)).json()) as { versions: Array<{ version: number; realized: Figures; estimated: Figures | null }> }
+    const [stable, flipped] = [1, 2].map((v) => quality.versions.find((q) => q.version === v)!)
+    expect([stable.realized.labels, flipped.realized.labels]).toEqual([1_100, 1_100])
+    // On the demo network the estimate is the realized figure within 3σ of 1,100 labels' sampling error...
+    const sigma = Math.sqrt((stable.realized.accuracy * (1 - stable.realized.accuracy)) / stable.realized.labels)
+    expect(Math.abs(stable.estimated!.accuracy - stable.realized.accuracy)).toBeLessThan(3 * sigma)
+    expect(Math.abs(stable.estimated!.roc_auc - stable.realized.roc_auc)).toBeLessThan(0.04)
+    // ...and on the flipped canary the labels show the gap the estimate cannot see.
+    expect(flipped.estimated!.accuracy - flipped.realized.accuracy).toBeGreaterThan(0.15)
   })
 
   it('rolls back a canary whose calls time out at the edge, which the backend never counted', async () => {
@@ -133,6 +141,9 @@ describe('what only the edge sees, in workerd', () => {
     const statuses = await sendPinnedTraffic({ edgeUrl: worker.url, key: keys.client, model: MODEL, version: HANGING, rows: 1_100, seed: seed++, deadlineMs: 200 })
     // Timeouts until the circuit opens, then refusals: none reached the backend.
     expect([...statuses.keys()].sort()).toEqual([503, 504])
+    // An isolate writes its edge failures to Redis once a second: the tick reads what has landed.
+    const edgeFailures = async () => ((await (await edge(`/v1/models/${MODEL}/quality?window=15m`)).json()) as { versions: Array<{ version: number; edge_failures: number }> }).versions.find((v) => v.version === HANGING)?.edge_failures
+    await until(async () => (await edgeFailures()) === 18)
     await tick()
     expect(await weights()).toEqual(['stable:v3=100', `canary:v${HANGING}=0`])
     const [decision] = await history()
