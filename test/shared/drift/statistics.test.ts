@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  binnedKs, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, psi,
+  binnedKs, binnedWasserstein, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, meanShift, psi,
 } from '../../../shared/drift/statistics.ts'
 
 /**
@@ -179,5 +179,47 @@ describe('chiSquareQuantile', () => {
     expect(chiSquareQuantile(1, 3)).toBe(Number.POSITIVE_INFINITY)
     expect(() => chiSquareQuantile(1.5, 3)).toThrow(RangeError)
     expect(() => chiSquareQuantile(0.5, -1)).toThrow(RangeError)
+  })
+})
+
+describe('meanShift', () => {
+  it('is the mean difference in reference sd, its SE from both sds and both sizes, and z their ratio', () => {
+    const shift = meanShift({ n: 10_000, mean: 5, sd: 2 }, { n: 1_000, mean: 5.5, sd: 4 })!
+    expect(shift.smd).toBeCloseTo(0.25, 15)
+    // √(2²/10,000 + 4²/1,000) / 2
+    expect(shift.se).toBeCloseTo(Math.sqrt(4 / 10_000 + 16 / 1_000) / 2, 15)
+    expect(shift.z).toBeCloseTo(0.25 / shift.se, 12)
+    expect(meanShift({ n: 10_000, mean: 5, sd: 2 }, { n: 1_000, mean: 4.5, sd: 2 })!.smd).toBeCloseTo(-0.25, 15)
+  })
+
+  it('cannot tell with a constant reference or fewer than 2 values on a side', () => {
+    expect(meanShift({ n: 100, mean: 1, sd: 0 }, { n: 100, mean: 2, sd: 1 })).toBeUndefined()
+    expect(meanShift({ n: 1, mean: 1, sd: 1 }, { n: 100, mean: 2, sd: 1 })).toBeUndefined()
+    expect(meanShift({ n: 100, mean: 1, sd: 1 }, { n: 1, mean: 2, sd: 0 })).toBeUndefined()
+  })
+})
+
+describe('binnedWasserstein', () => {
+  const bounds = [0, 1, 2, 3, 4]
+  it('is 0 for equal shares, and the shift for mass moved one bin over', () => {
+    expect(binnedWasserstein(bounds, [1, 2, 3, 4], [10, 20, 30, 40])).toBe(0)
+    // Uniform on [0, 3] against uniform on [1, 4]: W1 = 1.
+    expect(binnedWasserstein(bounds, [1, 1, 1, 0], [0, 1, 1, 1])).toBeCloseTo(1, 15)
+    expect(binnedWasserstein([0, 10, 20, 30, 40], [1, 1, 1, 0], [0, 1, 1, 1])).toBeCloseTo(10, 14)
+  })
+
+  it('integrates a gap that changes sign inside a bin as two triangles', () => {
+    // All mass in bin 0 against half in bin 0 and half in bin 1 with uneven bins: the CDF gap is
+    // linear 0 → 0.5 over [0, 1], then 0.5 → 0 over [1, 3] (no sign change): 0.25 + 0.5.
+    expect(binnedWasserstein([0, 1, 3], [1, 0], [1, 1])).toBeCloseTo(0.75, 15)
+    // [0.5, 0.5, 0] against [0, 1, 0] over unit bins: gap 0 → 0.5 → 0; then [0.25, 0, 0.75] against
+    // [0, 0.5, 0.5]: gap 0 → 0.25 → −0.25 → 0, the middle bin two triangles of 1/16.
+    expect(binnedWasserstein([0, 1, 2, 3], [1, 1, 0], [0, 1, 0])).toBeCloseTo(0.5, 15)
+    expect(binnedWasserstein([0, 1, 2, 3], [1, 0, 3], [0, 1, 1])).toBeCloseTo(0.125 + 0.125 + 0.125, 15)
+  })
+
+  it('gives 0 without mass on a side and refuses bounds that do not fit the bins', () => {
+    expect(binnedWasserstein(bounds, [0, 0, 0, 0], [1, 2, 3, 4])).toBe(0)
+    expect(() => binnedWasserstein([0, 1], [1, 2], [1, 2])).toThrow(RangeError)
   })
 })

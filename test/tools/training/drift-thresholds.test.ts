@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { calibrateThresholds, heldOutWindows } from '../../../tools/training/drift-thresholds.ts'
+import { calibrateEffect, calibrateThresholds, heldOutWindows } from '../../../tools/training/drift-thresholds.ts'
 import { createRandom } from '../../../tools/training/random.ts'
-import { chiSquareQuantile, psi } from '../../../shared/drift/statistics.ts'
+import { chiSquareQuantile, meanShift, psi } from '../../../shared/drift/statistics.ts'
 
 const exactWindows = (shares: readonly number[], count = 40): number[][] =>
   Array.from({ length: count }, () => shares.map((s) => s * 1000))
@@ -69,5 +69,33 @@ describe('calibrateThresholds', () => {
     expect(above(t.no_drift.analytic_p99)).toBeLessThan(0.03)
     expect(above(t.no_drift.analytic_p999)).toBeLessThan(0.005)
     expect(t).toMatchObject({ warning: 0.1, critical: 0.2 })
+  })
+})
+
+describe('calibrateEffect', () => {
+  const reference = { n: 16_000, mean: 10, sd: 2 }
+
+  it('keeps the floors (min |SMD| 0.1, |z| 3 / 4) when the held-out windows sit on the reference', () => {
+    const t = calibrateEffect(reference, Array.from({ length: 40 }, () => ({ n: 1000, mean: 10, sd: 2 })))
+    expect(t).toEqual({
+      statistic: 'smd', window: 1000, min_effect: 0.1, z_warning: 3, z_critical: 4,
+      no_drift: { held_out_windows: 40, z_mean: 0, z_sd: 0, max_abs_smd: 0 },
+    })
+  })
+
+  it('raises the z levels to |mean| + 3 and + 4 held-out sd of z, and the minimum to the largest held-out |SMD|', () => {
+    // Window means spread ±0.4 (0.2 reference sd) around 10.1: far wider than a 1,000-row SE says.
+    const windows = Array.from({ length: 40 }, (_, k) => ({ n: 1000, mean: 10.1 + 0.4 * ((k % 5) - 2) / 2, sd: 2 }))
+    const zs = windows.map((w) => meanShift(reference, w)!.z)
+    const mean = zs.reduce((a, b) => a + b) / 40
+    const sd = Math.sqrt(zs.reduce((a, z) => a + (z - mean) ** 2, 0) / 39)
+    const t = calibrateEffect(reference, windows)
+    expect(t.no_drift.z_mean).toBeCloseTo(mean, 12)
+    expect(t.no_drift.z_sd).toBeCloseTo(sd, 12)
+    expect(t.z_warning).toBeCloseTo(Math.abs(mean) + 3 * sd, 12)
+    expect(t.z_critical).toBeCloseTo(Math.abs(mean) + 4 * sd, 12)
+    expect(t.z_critical).toBeGreaterThan(4)
+    // The widest window: mean 10.5, SMD 0.25.
+    expect(t.min_effect).toBeCloseTo(0.25, 12)
   })
 })

@@ -159,6 +159,9 @@ describe('driftReport', () => {
     const parsed = controllerDriftReport.parse(wire(sent))
     expect(parsed.features?.map((f) => f.windows)).toEqual(sent.features.map((f) => f.windows))
     expect(parsed.prediction).toMatchObject({ windows: sent.prediction.windows, baseline_counts: [700, 300] })
+    // The label-free estimate from the baseline's calibration: bin 0 is 20% positive, bin 1 80%.
+    expect(parsed.prediction.estimated_quality).toEqual(sent.prediction.estimated_quality)
+    expect(sent.prediction.estimated_quality).toMatchObject({ labels: 1000, accuracy: 0.8 })
     const { windows: _w, baseline_counts: _b, ...olderPrediction } = sent.prediction
     expect(controllerDriftReport.safeParse({ ...wire(sent) as object, features: undefined, prediction: olderPrediction }).success).toBe(true)
     expect(controllerDriftReport.safeParse(wire({ ...sent, prediction: { ...sent.prediction, windows: [{ ...sent.prediction.windows[0], verdict: 'fine' as 'ok' }] } })).success).toBe(false)
