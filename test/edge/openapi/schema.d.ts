@@ -849,8 +849,15 @@ export interface components {
                     to_minute: number;
                     rows: number;
                     psi: number;
-                    /** @enum {string} */
+                    /**
+                     * @description the worse of PSI's and (numeric features, predictions) the effect size's
+                     * @enum {string}
+                     */
                     verdict: "ok" | "warning" | "critical" | "insufficient";
+                    /** @description standardized mean difference against the baseline (numeric features, logit of the predictions); null when the window cannot tell */
+                    smd?: number | null;
+                    /** @description smd over its standard error */
+                    z?: number | null;
                 }[];
             } & {
                 [key: string]: unknown;
@@ -866,11 +873,30 @@ export interface components {
                     to_minute: number;
                     rows: number;
                     psi: number;
-                    /** @enum {string} */
+                    /**
+                     * @description the worse of PSI's and (numeric features, predictions) the effect size's
+                     * @enum {string}
+                     */
                     verdict: "ok" | "warning" | "critical" | "insufficient";
+                    /** @description standardized mean difference against the baseline (numeric features, logit of the predictions); null when the window cannot tell */
+                    smd?: number | null;
+                    /** @description smd over its standard error */
+                    z?: number | null;
                 }[];
                 /** @description the baseline's rows per prediction bin, the bins of `counts` */
                 baseline_counts?: number[];
+                /** @description label-free estimate (CBPE) from the window's prediction bins and the baseline's calibration */
+                estimated_quality?: {
+                    /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                    labels: number;
+                    /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                    accuracy: number | null;
+                    /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                    roc_auc: number | null;
+                    log_loss: number | null;
+                    /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                    ece: number | null;
+                };
             } & {
                 [key: string]: unknown;
             };
