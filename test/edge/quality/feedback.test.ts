@@ -3,6 +3,8 @@ import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
 import { MAX_FEEDBACK_ITEMS } from '../../../edge/quality/feedback-routes.ts'
+import { UpstashGroundTruth } from '../../../edge/quality/store.ts'
+import { Redis } from '@upstash/redis'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { applicant } from '../../backend/support/applicants.ts'
 
@@ -133,5 +135,28 @@ describe('POST /v1/feedback', () => {
     expect(res.status).toBe(200)
     const answer = await app.request('/v1/feedback', { method: 'POST', body: JSON.stringify({ request_id: 'feedback-test-off', label: 'low_risk' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.labeller}` } }, off)
     expect(await answer.json()).toMatchObject({ accepted: 0, unknown_or_expired: 1 })
+  })
+})
+
+describe('with the served-prediction store unreachable', () => {
+  it('still answers predictions, and refuses feedback with a 503 and Retry-After, within the Redis budget', async () => {
+    // Nothing listens on port 1: every call fails at once; the budget bounds one that would hang.
+    const down = new UpstashGroundTruth(new Redis({ url: 'http://127.0.0.1:1', token: 't', retry: false, enableTelemetry: false }), { timeoutMs: 100 })
+    const store = new MemoryKeyStore([
+      { name: 'web', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 10_000 },
+      { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
+    ])
+    const broken = createApp({ parts: { keys: store, groundTruth: down } })
+    const predicted = await broken.request('/v1/models/credit-risk/predict', {
+      method: 'POST',
+      body: JSON.stringify({ instances: [instance(7)], entity: { user_id: 'u-1' } }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.client}`, 'x-request-id': 'feedback-test-down' },
+    }, env)
+    expect(predicted.status).toBe(200)
+    const res = await broken.request('/v1/feedback', { method: 'POST', body: JSON.stringify({ request_id: 'feedback-test-down', label: 'low_risk' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.labeller}` } }, env)
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('1')
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/)
+    expect(((await res.json()) as { type: string }).type).toMatch(/feedback-unavailable$/)
   })
 })
