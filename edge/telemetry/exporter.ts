@@ -37,8 +37,10 @@ export class OtlpJsonExporter {
   async export(spans: ReadableSpan[]): Promise<void> {
     if (spans.length === 0) return
     try {
-      const body = JsonTraceSerializer.serializeRequest(spans)
-      if (body === undefined) throw new Error('the spans could not be serialized')
+      const bytes = JsonTraceSerializer.serializeRequest(spans)
+      if (bytes === undefined) throw new Error('the spans could not be serialized')
+      // Sent as the JSON text it is: a byte view's type differs between the Workers and DOM libs, text is a body in both.
+      const body = new TextDecoder().decode(bytes)
       const res = await this.fetcher(this.url, { method: 'POST', headers: this.headers, body, signal: AbortSignal.timeout(this.timeoutMs) })
       // Read to the end, so the connection can be reused.
       await res.arrayBuffer()

@@ -47,6 +47,12 @@ const BINDING_SOURCES = {
   CONTROLLER_P95_RATIO: 'override of a default in code',
   CONTROLLER_P95_SLACK_MS: 'override of a default in code',
   CONTROLLER_MAX_WINDOW_MINUTES: 'override of a default in code',
+  CONTROLLER_MIN_LABELS: 'override of a default in code',
+  CONTROLLER_QUALITY_METRIC: 'override of a default in code',
+  CONTROLLER_QUALITY_MARGIN: 'override of a default in code',
+  // Served predictions are kept for feedback only for the models named.
+  FEEDBACK_MODELS: 'optional var',
+  FEEDBACK_TTL_SECONDS: 'override of a default in code',
   // Tracing is off until a collector is named (a var per environment, or `--var` at deploy).
   OTEL_EXPORTER_OTLP_ENDPOINT: 'optional var',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'optional var',

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { freePort } from '../../support/ports.ts'
 
 describe('npm run demo:canary', () => {
-  it('shows a canary promoted, one rolled back after 3 critical windows and one rolled back for NaN, then stops its stack', async () => {
+  it('shows a canary promoted, one rolled back after 3 critical windows, a label-flipped one rolled back on realized accuracy and one rolled back for NaN, then stops its stack', async () => {
     const [backendPort, edgePort] = [await freePort(), await freePort()]
     const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/demo-canary.ts'], {
       env: { ...process.env, BACKEND_PORT: String(backendPort), EDGE_PORT: String(edgePort) },
@@ -15,9 +15,10 @@ describe('npm run demo:canary', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
     expect(code, output).toBe(0)
     const decisions = output.split('\n').filter((l) => l.startsWith('round ')).map((l) => /→ (step|promote|hold|rollback|alert) /.exec(l)?.[1] ?? l)
-    expect(decisions).toEqual(['step', 'step', 'step', 'promote', 'hold', 'hold', 'rollback', 'rollback'])
+    expect(decisions).toEqual(['step', 'step', 'step', 'promote', 'hold', 'hold', 'rollback', 'rollback', 'rollback'])
     expect(output).toContain('weights now: stable v2 100%\n')
     expect(output).toContain('prediction drift critical for 3 windows')
+    expect(output).toMatch(/canary realized accuracy 0\.\d+ is worse than stable's/)
     expect(output).toMatch(/canary produced \d+ NaN\/Inf outputs/)
     const up = await Promise.all([`http://127.0.0.1:${backendPort}/v2/health/live`, `http://127.0.0.1:${edgePort}/healthz`].map((u) => fetch(u).then(() => true, () => false)))
     expect(up).toEqual([false, false])
