@@ -146,8 +146,8 @@ interface EffectInput {
 type Span = Pick<DriftCounts, 'from_minute' | 'to_minute'>
 
 /**
- * PSI and its verdict for each window (oldest first), with the effect size's where it applies
- * (`effects` one per window), and the alert rule run over the worse of the two.
+ * PSI and its verdict for each window (oldest first), with the effect size's where there is one
+ * (`effect.windows` pairs with `windows`), and the alert rule run over the worse of the two.
  */
 const distribution = (
   reference: readonly number[], windows: readonly (readonly number[])[], spans: readonly Span[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>,
