@@ -45,18 +45,6 @@ const CLIP = 1e-15
 /** How far a threshold may sit from an edge and still count as on it: JSON decimals are not exact binary fractions. */
 const EDGE_TOLERANCE = 1e-9
 
-/** Bin of a score: the number of edges at or below it, so a score on an edge goes to the upper bin. */
-export const predictionBin = (edges: readonly number[], p: number): number => {
-  let lo = 0
-  let hi = edges.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (edges[mid] <= p) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
 /** Log loss of one row with score `p` for labels[1] whose label is labels[1] (`positive`) or not. */
 export const rowLogLoss = (p: number, positive: boolean): number => {
   const q = Math.min(1 - CLIP, Math.max(CLIP, p))

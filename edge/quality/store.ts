@@ -1,5 +1,6 @@
 import type { Redis } from '@upstash/redis'
-import { PREDICTION_EDGES, type QualityBin, predictionBin, rowLogLoss } from '../../shared/quality.ts'
+import { binIndex } from '../../shared/drift/statistics.ts'
+import { PREDICTION_EDGES, type QualityBin, rowLogLoss } from '../../shared/quality.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
 
 /** What the edge served one predict request, kept until its labels arrive or its TTL passes. */
@@ -88,7 +89,7 @@ export const delayBucket = (seconds: number): number => {
 export type MinuteFields = Map<string, number>
 
 export const labelFields = (label: LabelCount): Array<[string, number]> => {
-  const bin = predictionBin(PREDICTION_EDGES, label.score)
+  const bin = binIndex(PREDICTION_EDGES, label.score)
   return [
     [`r${bin}`, 1],
     [`p${bin}`, label.positive ? 1 : 0],

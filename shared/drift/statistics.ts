@@ -321,3 +321,19 @@ export const binnedWasserstein = (bounds: readonly number[], reference: readonly
   }
   return distance
 }
+
+/**
+ * Bin of `value`: the number of edges at or below it, so a value on an edge goes to the upper bin.
+ * The one bin rule of both tiers: the backend counts features, predictions and latencies with it,
+ * the edge its served scores, the model builder the baseline.
+ */
+export const binIndex = (edges: readonly number[], value: number): number => {
+  let lo = 0
+  let hi = edges.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (edges[mid] <= value) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { PREDICTION_EDGES, binnedQuality, predictionBin, qualityFigures, rowLogLoss, type QualityBin } from '../../shared/quality.ts'
+import { binIndex } from '../../shared/drift/statistics.ts'
+import { PREDICTION_EDGES, binnedQuality, qualityFigures, rowLogLoss, type QualityBin } from '../../shared/quality.ts'
 import { createRandom } from '../../tools/training/random.ts'
 
 /** The baseline's prediction bins: 20 bins of 0.05. */
@@ -21,10 +22,10 @@ const stream = (seed: number, rows: number, score: (u: number) => number, truth:
   for (let r = 0; r < rows; r++) {
     const p = score(random.next())
     const positive = random.bernoulli(truth(p))
-    const bin = out.bins[predictionBin(EDGES, p)]
+    const bin = out.bins[binIndex(EDGES, p)]
     bin.rows++
     if (positive) bin.positives++
-    out.sums[predictionBin(EDGES, p)] += p
+    out.sums[binIndex(EDGES, p)] += p
     out.logLossSum += rowLogLoss(p, positive)
     out.scores.push(p)
     out.labels.push(positive)
@@ -90,7 +91,7 @@ describe('binnedQuality', () => {
 
   it('classifies by the threshold, which must sit on an edge', () => {
     const bins = EDGES.map(() => ({ rows: 0, positives: 0 })).concat({ rows: 0, positives: 0 })
-    bins[predictionBin(EDGES, 0.32)] = { rows: 10, positives: 10 }
+    bins[binIndex(EDGES, 0.32)] = { rows: 10, positives: 10 }
     expect(binnedQuality(EDGES, 0.5, bins).accuracy).toBe(0)
     expect(binnedQuality(EDGES, 0.3, bins).accuracy).toBe(1)
     expect(binnedQuality(EDGES, 0.35, bins).accuracy).toBe(0)
@@ -131,10 +132,10 @@ describe('binnedQuality', () => {
   })
 
   it('bins a score on an edge into the upper bin and clips log loss', () => {
-    expect(predictionBin(EDGES, 0)).toBe(0)
-    expect(predictionBin(EDGES, 0.05)).toBe(1)
-    expect(predictionBin(EDGES, 0.5)).toBe(10)
-    expect(predictionBin(EDGES, 1)).toBe(19)
+    expect(binIndex(EDGES, 0)).toBe(0)
+    expect(binIndex(EDGES, 0.05)).toBe(1)
+    expect(binIndex(EDGES, 0.5)).toBe(10)
+    expect(binIndex(EDGES, 1)).toBe(19)
     expect(rowLogLoss(0, true)).toBeCloseTo(-Math.log(1e-15), 9)
     expect(rowLogLoss(0.8, false)).toBeCloseTo(-Math.log(0.2), 12)
   })

@@ -1,15 +1,15 @@
 import type { Feature, FeatureSpec, FeatureValue } from '../../shared/feature-spec.ts'
 import { UNSEEN_CATEGORY } from '../../shared/feature-spec.ts'
 import {
-  BASELINE_FORMAT, OTHER_CATEGORY, PREDICTION_LOGIT_BOUND, binIndex, clampedLogit, psiReference, stepScale, sumSteps,
+  BASELINE_FORMAT, OTHER_CATEGORY, PREDICTION_LOGIT_BOUND, clampedLogit, psiReference, stepScale, sumSteps,
   type CategoricalBins, type DriftThresholds, type EffectSizeReference, type NumericBins,
 } from '../../backend/monitor/drift/baseline-format.ts'
-import type { Moments } from '../../shared/drift/statistics.ts'
+import { binIndex, type Moments } from '../../shared/drift/statistics.ts'
 import { calibrateEffect, calibrateThresholds, heldOutWindows } from './drift-thresholds.ts'
 
 /**
  * `baseline.json`: the reference distributions a model version ships with. The monitor counts live
- * traffic into exactly these bins and compares, so the bins are cut and counted with its `binIndex`.
+ * traffic into exactly these bins and compares, so the bins are cut and counted with the shared `binIndex`.
  */
 
 const BINS = 20

@@ -115,15 +115,3 @@ export const psiReference = (feature: NumericBins | CategoricalBins): number[] =
   feature.kind === 'numeric'
     ? [feature.missing, ...feature.counts]
     : [feature.missing, ...[...feature.categories, OTHER_CATEGORY, UNSEEN_CATEGORY].map((c) => feature.counts[c])]
-
-/** Bin of `value`: the number of edges at or below it, so a value on an edge goes to the upper bin. */
-export const binIndex = (edges: readonly number[], value: number): number => {
-  let lo = 0
-  let hi = edges.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (edges[mid] <= value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}

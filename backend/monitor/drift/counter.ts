@@ -1,5 +1,6 @@
 import type { TensorMap, TensorValues } from '../../executor/tensor.ts'
-import { PREDICTION_LOGIT_BOUND, binIndex, clampedLogit, sumSteps } from './baseline-format.ts'
+import { binIndex } from '../../../shared/drift/statistics.ts'
+import { PREDICTION_LOGIT_BOUND, clampedLogit, sumSteps } from './baseline-format.ts'
 import type { DriftCounts } from './counts.ts'
 import { latencyBucket } from './latency.ts'
 import { toDriftCounts, type DriftLayout, type FeatureSlots } from './layout.ts'

@@ -1,4 +1,4 @@
-import { binIndex } from './baseline-format.ts'
+import { binIndex } from '../../../shared/drift/statistics.ts'
 import type { HealthCounts } from './counts.ts'
 
 /**

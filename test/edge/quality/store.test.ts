@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from '@upstash/redis'
-import { PREDICTION_EDGES, predictionBin, rowLogLoss } from '../../../shared/quality.ts'
+import { binIndex } from '../../../shared/drift/statistics.ts'
+import { PREDICTION_EDGES, rowLogLoss } from '../../../shared/quality.ts'
 import { type GroundTruthStore, MemoryGroundTruth, type ServedRecord, UpstashGroundTruth, delayBucket } from '../../../edge/quality/store.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
 
@@ -49,8 +50,8 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     await store.count([label(100, 0.92, true), label(100, 0.91, false, 7_200), label(101, 0.1, false), label(103, 0.1, true)])
     await Promise.all([store.edgeFailure(model, 3, 101), store.edgeFailure(model, 3, 101), store.edgeFailure(model, 4, 101)])
     const w = await store.window(model, 3, 100, 102)
-    const high = predictionBin(PREDICTION_EDGES, 0.92)
-    const low = predictionBin(PREDICTION_EDGES, 0.1)
+    const high = binIndex(PREDICTION_EDGES, 0.92)
+    const low = binIndex(PREDICTION_EDGES, 0.1)
     expect(w.bins[high]).toEqual({ rows: 2, positives: 1 })
     expect(w.bins[low]).toEqual({ rows: 1, positives: 0 })
     expect(w.bins.reduce((s, b) => s + b.rows, 0)).toBe(3)

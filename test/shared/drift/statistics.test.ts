@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  binnedKs, binnedWasserstein, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, meanShift, psi,
+  binIndex, binnedKs, binnedWasserstein, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, meanShift, psi,
 } from '../../../shared/drift/statistics.ts'
 
 /**
@@ -221,5 +221,15 @@ describe('binnedWasserstein', () => {
   it('gives 0 without mass on a side and refuses bounds that do not fit the bins', () => {
     expect(binnedWasserstein(bounds, [0, 0, 0, 0], [1, 2, 3, 4])).toBe(0)
     expect(() => binnedWasserstein([0, 1], [1, 2], [1, 2])).toThrow(RangeError)
+  })
+})
+
+describe('binIndex', () => {
+  const edges = [1, 2, 5]
+  it('counts the edges at or below a value, so a value on an edge goes to the upper bin', () => {
+    expect([-1, 0.999, 1, 1.5, 2, 4.9, 5, 100].map((v) => binIndex(edges, v))).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
+  })
+  it('puts everything in bin 0 when there are no edges', () => {
+    expect(binIndex([], 42)).toBe(0)
   })
 })

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises'
 import { InferenceSession, Tensor } from 'onnxruntime-node'
 import { describe, expect, it } from 'vitest'
 import { psi } from '../../../shared/drift/statistics.ts'
-import { PREDICTION_EDGES, binnedQuality, predictionBin } from '../../../shared/quality.ts'
+import { binIndex } from '../../../shared/drift/statistics.ts'
+import { PREDICTION_EDGES, binnedQuality } from '../../../shared/quality.ts'
 import { creditRiskSpec, generateApplicants } from '../../../tools/training/applicants.ts'
 import { encodeRows } from '../../../tools/training/dataset.ts'
 import { labelFlippedModel } from '../../../tools/training/label-flip.ts'
@@ -16,7 +17,7 @@ const scored = async (model: Uint8Array, rows: number, seed: number) => {
   await session.release()
   const bins = Array.from({ length: PREDICTION_EDGES.length + 1 }, () => ({ rows: 0, positives: 0 }))
   for (let r = 0; r < rows; r++) {
-    const bin = bins[predictionBin(PREDICTION_EDGES, p[2 * r + 1])]
+    const bin = bins[binIndex(PREDICTION_EDGES, p[2 * r + 1])]
     bin.rows++
     bin.positives += sample.labels[r]
   }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { estimatedQuality } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
-import { binnedQuality, predictionBin, PREDICTION_EDGES, rowLogLoss, type QualityBin } from '../../../../shared/quality.ts'
+import { binIndex } from '../../../../shared/drift/statistics.ts'
+import { binnedQuality, PREDICTION_EDGES, rowLogLoss, type QualityBin } from '../../../../shared/quality.ts'
 import { createRandom } from '../../../../tools/training/random.ts'
 import { effectLevels, psiLevels } from './psi-levels.ts'
 
@@ -24,7 +25,7 @@ const stream = (n: number, seed: number, score: (u: number) => number) => {
   let logLossSum = 0
   for (let r = 0; r < n; r++) {
     const s = score(random.next())
-    const bin = predictionBin(edges, s)
+    const bin = binIndex(edges, s)
     const positive = random.next() < s * s
     counts[bin].rows++
     totals[bin] += s
