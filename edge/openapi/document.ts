@@ -362,7 +362,7 @@ const operations: Record<string, Record<string, OperationSpec>> = {
     get: {
       operationId: 'getDriftReport',
       summary: 'The backend\'s drift report of a version',
-      description: 'Per-feature statistics, thresholds and verdicts, passed through from the backend.',
+      description: 'Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend\'s label-free estimate.',
       tag: 'rollout',
       guard: 'admin',
       parameters: ['Model', 'Version', 'DriftWindow'],

@@ -166,7 +166,9 @@ export const rolloutHistory = z.object({ model: z.string(), entries: z.array(his
 export const driftReport = controllerDriftReport
   .extend({
     dataset: controllerDriftReport.shape.dataset.loose(),
-    prediction: controllerDriftReport.shape.prediction.loose(),
+    prediction: controllerDriftReport.shape.prediction
+      .extend({ realized_quality: qualityFigures.nullable().optional().describe('from the feedback labels that arrived in the same minutes, every isolate\'s (GET /v1/models/{m}/quality has the label counts and delays); null when none can be computed') })
+      .loose(),
     health: controllerDriftReport.shape.health.loose(),
   })
   .loose()

@@ -133,6 +133,10 @@ describe('what only the edge sees, in workerd', () => {
     expect(Math.abs(stable.estimated!.roc_auc - stable.realized.roc_auc)).toBeLessThan(0.04)
     // ...and on the flipped canary the labels show the gap the estimate cannot see.
     expect(flipped.estimated!.accuracy - flipped.realized.accuracy).toBeGreaterThan(0.15)
+    // The drift report of the same minutes carries both, side by side.
+    const report = (await (await edge(`/v1/models/${MODEL}/versions/2/drift?window=15m`)).json()) as { prediction: { realized_quality: Figures | null; estimated_quality?: Figures } }
+    expect(report.prediction.realized_quality).toMatchObject({ labels: 1_100, accuracy: flipped.realized.accuracy })
+    expect(report.prediction.estimated_quality!.accuracy).toBeGreaterThan(report.prediction.realized_quality!.accuracy + 0.15)
   })
 
   it('rolls back a canary whose calls time out at the edge, which the backend never counted', async () => {

@@ -219,7 +219,7 @@ export interface paths {
         };
         /**
          * The backend's drift report of a version
-         * @description Per-feature statistics, thresholds and verdicts, passed through from the backend.
+         * @description Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend's label-free estimate.
          */
         get: operations["getDriftReport"];
         put?: never;
@@ -897,6 +897,18 @@ export interface components {
                     /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
                     ece: number | null;
                 };
+                /** @description from the feedback labels that arrived in the same minutes, every isolate's (GET /v1/models/{m}/quality has the label counts and delays); null when none can be computed */
+                realized_quality?: {
+                    /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
+                    labels: number;
+                    /** @description class by the config threshold (0.5 without one), which sits on a bin edge */
+                    accuracy: number | null;
+                    /** @description binned ROC AUC: a positive and a negative in the same bin count one half */
+                    roc_auc: number | null;
+                    log_loss: number | null;
+                    /** @description expected calibration error over the prediction bins: Σ rows_i/n · |mean p_i − positives_i/rows_i| */
+                    ece: number | null;
+                } | null;
             } & {
                 [key: string]: unknown;
             };
