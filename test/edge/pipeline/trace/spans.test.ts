@@ -76,7 +76,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
     const exported: OtlpSpan[] = []
     // The exporter's own fetch, reading what the real serializer wrote.
     const capture = async (_url: string | URL | Request, init?: RequestInit) => {
-      const body = JSON.parse(new TextDecoder().decode(init!.body as Uint8Array)) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
+      const body = JSON.parse(init!.body as string) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
       exported.push(...body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((scope) => scope.spans)))
       return new Response('{}')
     }
