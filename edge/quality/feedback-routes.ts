@@ -1,4 +1,5 @@
 import { Hono } from 'hono'
+import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
 import type { AppEnv } from '../env.ts'
 import { formatPath } from '../format.ts'
@@ -82,7 +83,7 @@ export const feedbackRoutes = () =>
       pending.push({
         at,
         key: { requestId: request_id, index: instance },
-        label: { model: record.model, version: record.version, minute: Math.floor(now / 60_000), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
+        label: { model: record.model, version: record.version, minute: minuteOf(now), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
       })
     })
     const marks = await groundTruth.mark(pending.map((p) => p.key)).catch(() => {

@@ -1,4 +1,5 @@
 import { Hono } from 'hono'
+import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
 import { qualityFigures, type QualityFigures } from '../../shared/quality.ts'
 import type { AppEnv } from '../env.ts'
@@ -45,7 +46,7 @@ const estimatedOf = async (isolate: Pick<Isolate, 'drift'>, model: string, versi
 export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth' | 'drift'>, model: string, minutes: number, requestId: string): Promise<z.infer<typeof modelQualityResponse>> => {
   const described = await isolate.catalog.describe(model, requestId)
   const threshold = described.postprocess?.threshold
-  const to = Math.floor(Date.now() / 60_000)
+  const to = minuteOf(Date.now())
   const versions = await Promise.all(described.versions.map(async (version): Promise<VersionQuality> => {
     const [counts, estimated] = await Promise.all([
       isolate.groundTruth.window(described.name, version, to - minutes + 1, to).catch(() => {

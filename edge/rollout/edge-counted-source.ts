@@ -1,4 +1,5 @@
 import { PREDICTION_EDGES, type QualityFigures, binnedQuality } from '../../shared/quality.ts'
+import { minuteOf } from '../../shared/drift/report.ts'
 import type { GroundTruthStore, WindowCounts } from '../quality/store.ts'
 import type { ArmWindow, MonitorSource } from './monitor-source.ts'
 
@@ -27,7 +28,7 @@ export interface EdgeCountedOptions {
  */
 export const withEdgeCounts = (backend: MonitorSource, store: GroundTruthStore, { threshold, now = Date.now }: EdgeCountedOptions): MonitorSource => ({
   async arm(model: string, version: number, windowMinutes: number): Promise<ArmWindow> {
-    const to = Math.floor(now() / 60_000)
+    const to = minuteOf(now())
     const [arm, counts, cut] = await Promise.all([backend.arm(model, version, windowMinutes), store.window(model, version, to - windowMinutes + 1, to), threshold(model)])
     const realized = realizedQuality(counts, cut)
     return {

@@ -6,7 +6,7 @@ import { alertRule, type AlertState } from '../../backend/monitor/drift/alert-ru
 import type { Verdict } from '../../shared/drift/report.ts'
 import type { DriftCounter } from '../../backend/monitor/drift/counter.ts'
 import { driftLayout } from '../../backend/monitor/drift/layout.ts'
-import { MINUTE_MS } from '../../backend/monitor/drift/minute-buckets.ts'
+import { MINUTE_MS } from '../../shared/drift/report.ts'
 import { DriftMonitor } from '../../backend/monitor/drift/monitor.ts'
 import { driftReport } from '../../backend/monitor/drift/report.ts'
 import { readReportBaseline, type ReportBaseline } from '../../backend/monitor/drift/report-baseline.ts'

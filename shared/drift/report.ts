@@ -1,6 +1,11 @@
 import { z } from 'zod'
 import { qualityFigures } from '../quality.ts'
 
+export const MINUTE_MS = 60_000
+
+/** The epoch minute of a time in ms: how both tiers number the minutes their counts are kept by. */
+export const minuteOf = (ms: number): number => Math.floor(ms / MINUTE_MS)
+
 /** A window's verdict; `insufficient` below the rows a verdict needs, never `ok`. */
 export const verdict = z.enum(['ok', 'warning', 'critical', 'insufficient'])
 

@@ -4,7 +4,8 @@ import { PREDICTION_LOGIT_BOUND, clampedLogit, sumSteps } from './baseline-forma
 import type { DriftCounts } from './counts.ts'
 import { latencyBucket } from './latency.ts'
 import { toDriftCounts, type DriftLayout, type FeatureSlots } from './layout.ts'
-import { RETAINED_MINUTES, minuteOf, type MinuteBuckets } from './minute-buckets.ts'
+import { minuteOf } from '../../../shared/drift/report.ts'
+import { RETAINED_MINUTES, type MinuteBuckets } from './minute-buckets.ts'
 
 export type Clock = () => number
 

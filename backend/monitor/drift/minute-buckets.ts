@@ -1,9 +1,5 @@
-export const MINUTE_MS = 60_000
 /** Minutes kept in memory: the longest window a consumer may ask for. */
 export const RETAINED_MINUTES = 180
-
-/** The epoch minute of a time in ms. */
-export const minuteOf = (ms: number): number => Math.floor(ms / MINUTE_MS)
 
 /** One minute's counts that Redis has not confirmed yet, as sparse (index, delta) pairs. */
 export interface UnsentMinute {

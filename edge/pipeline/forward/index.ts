@@ -1,4 +1,5 @@
 import { type FeatureSpec, encodeInstance, specWidth } from '../../../shared/feature-spec.ts'
+import { minuteOf } from '../../../shared/drift/report.ts'
 import { HEADERS } from '../../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
 import type { Isolate } from '../../isolate.ts'
@@ -22,7 +23,7 @@ import type { GroundTruthStore } from '../../quality/store.ts'
  * (the backend's own counts cannot hold it); a count that cannot be written is logged, not retried.
  */
 const countUnanswered = (store: GroundTruthStore, model: string, version: number): Promise<void> =>
-  store.edgeFailure(model, version, Math.floor(Date.now() / 60_000)).catch((err: unknown) => {
+  store.edgeFailure(model, version, minuteOf(Date.now())).catch((err: unknown) => {
     console.log(JSON.stringify({ level: 'warn', msg: 'edge-side failure not counted', model, version, error: err instanceof Error ? err.message : String(err) }))
   })
 
