@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { runAutocannon, type LoadOptions, type LoadResult } from './autocannon.ts'
-import { processCpuMicros } from './cpu.ts'
+import { machineCpuTicks, processCpuMicros } from './cpu.ts'
 import { positiveInt } from './env.ts'
 import type { CeilingResult } from './in-process.ts'
 import type { CeilingJob } from './in-process-child.ts'
@@ -9,7 +9,8 @@ import { meanBatchSize, scrapeBatchCounters, type BatchCounters } from './metric
 import { scrapePeerBatches, startFastApiPeer, startOipPeer } from './peers/start.ts'
 import { cleanUp, installSignalHandlers, interrupted } from './processes.ts'
 import { summarize, verdictsFor, type Figures, type Sample, type VerdictInputs } from './results.ts'
-import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from './runtimes.ts'
+import { turnOrder } from './order.ts'
+import { benchRuntimes, runtimesLegend, type Runtime } from './runtimes.ts'
 import { assertAlive, primeInfer, runEntry, startServer, waitReady, type ServerProcess } from './servers.ts'
 import { formatMeasurements, formatVerdicts, type CeilingRow, type MeasuredRow } from './table.ts'
 import { computeBoundWorkload, creditRiskWorkload, withDispatch, type Dispatch, type Workload } from './workloads.ts'
@@ -23,7 +24,8 @@ import { runWrk, wrkBin } from './wrk.ts'
  * issue's targets, each judged PASS/MISS on the medians of this run's rows.
  *
  * Every server starts once and stays up; the rows then take turns, round after round (ABAB…), so
- * a slow spell of the machine lands on all alike.
+ * a slow spell of the machine lands on all alike; each round starts one row later, so no row is always
+ * the one measured right after the heaviest load, and every run first waits (bounded) for quiet.
  *
  * Env: BENCH_DURATION_S (default 8), BENCH_WARMUP_S (1), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64),
  * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~2 min), BENCH_LOADGEN (wrk | autocannon),
@@ -129,19 +131,40 @@ const bringUp = async (subject: Subject): Promise<Running> => {
   }
 }
 
+/** How long to wait for quiet, and what counts as quiet. */
+interface Quiet {
+  /** The longest wait; a run then starts anyway, and is counted as started busy. */
+  boundMs: number
+  windowMs: number
+  /** The started servers together, in cores. */
+  serversBelow: number
+  /** The whole machine, a share of all its cores (neighbours, a previous row's garbage collection). */
+  machineBelow: number
+}
+
+/** Before the first row: the servers' start-up (JIT, model loads) must be over. */
+const STARTED: Quiet = { boundMs: 15_000, windowMs: 1_000, serversBelow: 0.05, machineBelow: 1 }
+/** Before every measured run: the previous row's server done, the machine near idle. */
+const BETWEEN_RUNS: Quiet = { boundMs: 5_000, windowMs: 500, serversBelow: 0.05, machineBelow: 0.1 }
+
 /**
- * Waits, at most `boundMs`, until the started servers together use under 5% of a core: the first
- * row measured must not share the cores with the others' start-up. Answers the share last seen.
+ * Waits until, over one window, the started servers together use under `serversBelow` cores and
+ * the machine under `machineBelow` of its cores, or `boundMs` passes. Answers whether it was quiet.
  */
-const settle = async (running: readonly Running[], boundMs = 15_000): Promise<number> => {
+const settle = async (running: readonly Running[], quiet: Quiet): Promise<{ quiet: boolean; servers: number; machine: number }> => {
   const pids = running.flatMap((r) => (r.server.child.process.pid === undefined ? [] : [r.server.child.process.pid]))
   const cpu = () => pids.reduce((n, pid) => n + processCpuMicros(pid), 0)
-  const deadline = Date.now() + boundMs
+  const deadline = Date.now() + quiet.boundMs
   for (;;) {
     const before = cpu()
-    await sleep(1_000)
-    const cores = (cpu() - before) / 1e6
-    if (cores < 0.05 || Date.now() > deadline) return cores
+    const machineBefore = machineCpuTicks()
+    await sleep(quiet.windowMs)
+    const machineAfter = machineCpuTicks()
+    const servers = (cpu() - before) / 1e3 / quiet.windowMs
+    const ticks = machineAfter.total - machineBefore.total
+    const machine = ticks > 0 ? (machineAfter.busy - machineBefore.busy) / ticks : 0
+    const calm = servers < quiet.serversBelow && machine < quiet.machineBelow
+    if (calm || Date.now() > deadline) return { quiet: calm, servers, machine }
   }
 }
 
@@ -251,11 +274,16 @@ const main = async (): Promise<void> => {
         skipped.push(`${LABELS[subject.kind]}: not measured, the backend did not serve it (${err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err)})`)
       }
     }
-    progress(`servers idle: ${(100 * (await settle(running))).toFixed(1)}% of a core`)
+    progress(`servers idle: ${(100 * (await settle(running, STARTED)).servers).toFixed(1)}% of a core`)
+    let runs = 0
+    let startedBusy = 0
     const connectionOrder = [...new Set([settings.connections, ...DISPATCH_CONNECTIONS])]
     for (let round = 1; round <= settings.rounds; round++) {
       for (const connections of connectionOrder) {
-        for (const row of running.filter((r) => r.subject.connections.includes(connections))) {
+        for (const row of turnOrder(running.filter((r) => r.subject.connections.includes(connections)), round)) {
+          const calm = await settle(running, BETWEEN_RUNS)
+          runs++
+          if (!calm.quiet) startedBusy++
           progress(`round ${round}/${settings.rounds}, ${connections} conn: ${row.subject.workload.model} ${LABELS[row.subject.kind]}${row.subject.runtime ? ` ${row.subject.runtime.version}` : ''}`)
           const sample = await measure(row, connections, settings)
           row.samples.set(connections, [...(row.samples.get(connections) ?? []), sample])
@@ -284,7 +312,8 @@ const main = async (): Promise<void> => {
     const verdicts = runtimes.map((r) => ({ node: r.version, verdicts: verdictsFor(verdictInputs(running, tiny, heavy, r, settings.connections)) }))
     const legend = [
       runtimesLegend(runtimes),
-      `Rows: every server started once, the rows taking turns (${settings.rounds} rounds, ABAB…); each cell is the median of its runs, "req/s by run" lists them.`,
+      `Rows: every server started once, the rows taking turns (${settings.rounds} rounds, ABAB…, each round starting one row later); each cell is the median of its runs, "req/s by run" lists them.`,
+      `Quiet: every run waits (≤ ${BETWEEN_RUNS.boundMs / 1000} s) for the servers to use < ${100 * BETWEEN_RUNS.serversBelow}% of a core and the machine < ${100 * BETWEEN_RUNS.machineBelow}% of its cores over ${BETWEEN_RUNS.windowMs} ms; ${startedBusy} of ${runs} runs started without that.`,
       `Load: ${settings.loadgen === 'wrk' ? 'wrk (1 thread, Lua script for the POST body)' : 'autocannon'} in its own process on the same cores, ${settings.durationS} s per run after ${settings.warmupS} s of warm-up; conn = keep-alive connections.`,
       `H: Hono on @hono/node-server with no model, same body in, the backend's response out. Peers (load/peers/): Hono + onnxruntime-node with a batcher at the model config's limits (max_batch_size ${tiny.maxBatchSize}, max_queue_delay_us ${tiny.maxQueueDelayUs}, one run at a time; no preferred sizes) or one session.run per request; FastAPI + uvicorn (1 worker, uvloop, httptools) on numpy with the ONNX file's weights.`,
       `backend dispatch: the model config's dynamic_batching.dispatch set in a temporary copy of the repository (idle: a free instance takes what is queued at once; delay: Triton's max_queue_delay_us wait). The other backend rows serve the repository as shipped (dispatch unset, so the default); where that is idle, BATCHING=on and "dispatch: idle" at ${settings.connections} conn are one configuration measured twice: their gap is this run's noise.`,

@@ -20,3 +20,13 @@ export const processCpuMicros = (pid: number): number => {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1e6
 }
+
+/** The machine's CPU time so far, busy and total, in clock ticks over all cores (the `cpu` line of /proc/stat). */
+export const machineCpuTicks = (): { busy: number; total: number } => {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]
+  // user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number)
+  const idleTicks = idle + (iowait || 0)
+  const busy = user + nice + system + (irq || 0) + (softirq || 0) + (steal || 0)
+  return { busy, total: busy + idleTicks }
+}
