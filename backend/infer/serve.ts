@@ -6,7 +6,6 @@ import { parseDeadlineMs } from '../../shared/headers.ts'
 import { InferenceError, badRequest } from '../errors.ts'
 import { toJsonData } from '../executor/tensor.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
-import { requestSeries, type Metrics } from '../monitor/metrics.ts'
 import { parseInferRequest, type ParseLimits } from './request.ts'
 
 const MAX_DEADLINE_MS = 3_600_000
@@ -23,8 +22,6 @@ export interface ServeOptions {
   deadlineHeader?: string
   /** The client's X-Request-Id: the response id when the body names none and it is plain enough to echo. */
   requestIdHeader?: string
-  /** Where the tier exports Prometheus metrics; the request counters go there too. */
-  metrics?: Metrics
   /** The request's span when it is traced: its queue time and batch hang off it. */
   span?: Span
 }
@@ -34,24 +31,12 @@ export interface Served {
   rows: number
 }
 
-const seriesCache = new WeakMap<Metrics, WeakMap<ModelVersion, ReturnType<typeof requestSeries>>>()
-
-/** The version's request series, bound on its first request: the hot path only calls them. */
-const seriesOf = (metrics: Metrics, served: ModelVersion) => {
-  let byVersion = seriesCache.get(metrics)
-  if (!byVersion) seriesCache.set(metrics, (byVersion = new WeakMap()))
-  let series = byVersion.get(served)
-  if (!series) byVersion.set(served, (series = requestSeries(metrics, { model: served.model, version: String(served.version) })))
-  return series
-}
-
 /**
  * One infer request through a served version: check, queue, answer with this request's rows,
  * and count it (version stats, drift health, Prometheus) the same way on every tier.
  */
 export const serveInfer = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served> => {
-  const { metrics } = options
-  const series = metrics && seriesOf(metrics, served)
+  const series = served.requestSeries
   try {
     const { response, rows, queueUs } = await run(served, body, options)
     const us = (performance.now() - options.arrived) * 1000
@@ -69,7 +54,7 @@ export const serveInfer = async (served: ModelVersion, body: unknown, options: S
     // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
     served.drift?.request(us, 0, status === 500 || status === 504)
     series?.status(String(status))
-    if (status === 400) metrics?.rejected.inc({ model: served.model, reason: 'invalid_request' })
+    if (status === 400) series?.invalid()
     throw err
   }
 }

@@ -7,7 +7,7 @@ import type { ModelConfig } from '../repository/model-config.ts'
 import type { VersionOnDisk } from '../repository/repository.ts'
 import type { DriftCounter } from '../monitor/drift/counter.ts'
 import type { DriftMonitor } from '../monitor/drift/monitor.ts'
-import { batchSeries, type Metrics } from '../monitor/metrics.ts'
+import { batchSeries, requestSeries, type Metrics, type RequestSeries } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import { VersionStats } from '../monitor/stats.ts'
 import type { Logger } from '../logger.ts'
@@ -50,6 +50,8 @@ export class ModelVersion {
     readonly stats: VersionStats,
     readonly loadSeconds: number,
     readonly drift: DriftCounter | undefined,
+    /** Where its requests are counted for Prometheus, bound once here so the hot path only calls them. */
+    readonly requestSeries: RequestSeries | undefined,
   ) {}
 
   static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
@@ -89,7 +91,7 @@ export class ModelVersion {
     const drift = await options.drift?.open(model, disk.version, config, disk.path)
     const loadSeconds = (performance.now() - started) / 1000
     metrics?.modelLoadDuration.observe(labels, loadSeconds)
-    const loaded = new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds, drift)
+    const loaded = new ModelVersion(model, disk.version, config, disk, executor, batcher, stats, loadSeconds, drift, metrics && requestSeries(metrics, labels))
     executor.watch({
       restored: () => batcher.wake(),
       failed: (error, instancesLeft) => {

@@ -146,7 +146,10 @@ export const requestSeries = (metrics: Metrics, labels: VersionLabels) => ({
   ok: metrics.requests.bind({ ...labels, status: '200' }),
   status: boundBy(metrics.requests, labels, 'status'),
   duration: metrics.requestDuration.bind(labels),
+  invalid: () => metrics.rejected.inc({ model: labels.model, reason: 'invalid_request' }),
 })
+
+export type RequestSeries = ReturnType<typeof requestSeries>
 
 /** One version's per-batch series. */
 export const batchSeries = (metrics: Metrics, labels: VersionLabels) => ({

@@ -12,7 +12,7 @@ import { traceRequest } from '../middleware/trace-request.ts'
  * metrics and statistics. One handler reads the body, resolves the version and serves it: the
  * request passes no middleware unless tracing is on.
  */
-export const inferRoutes = ({ manager, metrics, settings, logger, tracing }: BackendDeps) => {
+export const inferRoutes = ({ manager, settings, logger, tracing }: BackendDeps) => {
   const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
   const body = { maxBytes: settings.MAX_BODY_BYTES }
   const debug = settings.LOG_LEVEL === 'debug'
@@ -28,7 +28,6 @@ export const inferRoutes = ({ manager, metrics, settings, logger, tracing }: Bac
       arrived,
       deadlineHeader: requestHeader(c, HEADERS.deadlineMs),
       requestIdHeader: requestHeader(c, HEADERS.requestId),
-      metrics,
       span: c.get('requestSpan'),
     })
     if (debug) logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
