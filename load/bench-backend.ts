@@ -151,7 +151,7 @@ const BETWEEN_RUNS: Quiet = { boundMs: 5_000, windowMs: 500, serversBelow: 0.05,
  * Waits until, over one window, the started servers together use under `serversBelow` cores and
  * the machine under `machineBelow` of its cores, or `boundMs` passes. Answers whether it was quiet.
  */
-const settle = async (running: readonly Running[], quiet: Quiet): Promise<{ quiet: boolean; servers: number; machine: number }> => {
+const settle = async (running: readonly Running[], quiet: Quiet): Promise<{ quiet: boolean; servers: number }> => {
   const pids = running.flatMap((r) => (r.server.child.process.pid === undefined ? [] : [r.server.child.process.pid]))
   const cpu = () => pids.reduce((n, pid) => n + processCpuMicros(pid), 0)
   const deadline = Date.now() + quiet.boundMs
@@ -164,7 +164,7 @@ const settle = async (running: readonly Running[], quiet: Quiet): Promise<{ quie
     const ticks = machineAfter.total - machineBefore.total
     const machine = ticks > 0 ? (machineAfter.busy - machineBefore.busy) / ticks : 0
     const calm = servers < quiet.serversBelow && machine < quiet.machineBelow
-    if (calm || Date.now() > deadline) return { quiet: calm, servers, machine }
+    if (calm || Date.now() > deadline) return { quiet: calm, servers }
   }
 }
 
