@@ -113,8 +113,14 @@ const shapeKey = (inputs: TensorMap): string => {
  * together, fails its own callers only: nothing thrown leaves the pump.
  */
 export class Batcher {
-  private queue: Entry[] = []
+  /**
+   * Arrival order in `queue[head]…queue[tail - 1]`. Slots before `head` are cleared, so the queue
+   * keeps no answered request's objects alive into the old generation, and both indices go back to
+   * 0 whenever it empties, so the array is reused instead of grown.
+   */
+  private queue: Array<Entry | undefined> = []
   private head = 0
+  private tail = 0
   private queuedRows = 0
   /** Rows waiting per shape (one entry for a model without variable inner dims). */
   private queuedRowsByShape = new Map<string, number>()
@@ -250,7 +256,7 @@ export class Batcher {
     if (request.deadline !== undefined) {
       entry.expiry = this.clock.setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
-    this.queue.push(entry)
+    this.queue[this.tail++] = entry
     this.countQueued(entry.shape, entry.rows)
     return entry
   }
@@ -348,8 +354,8 @@ export class Batcher {
     if (sizes.length === 0) return 0
     let best = 0
     let sum = 0
-    for (let i = this.head; i < this.queue.length; i++) {
-      const entry = this.queue[i]
+    for (let i = this.head; i < this.tail; i++) {
+      const entry = this.queue[i]!
       if (entry.settled || entry.shape !== shape) continue
       sum += entry.rows
       if (sum > this.options.maxBatchSize) break
@@ -359,9 +365,15 @@ export class Batcher {
   }
 
   private peek(): Entry | undefined {
-    while (this.head < this.queue.length && this.queue[this.head].settled) this.head++
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head)
+    const { queue } = this
+    while (this.head < this.tail && queue[this.head]!.settled) queue[this.head++] = undefined
+    if (this.head === this.tail) {
+      this.head = this.tail = 0
+    } else if (this.head > 1024 && this.head * 2 > this.tail) {
+      // A long-lived entry at the front (a different shape, a far deadline) with many behind it: move the live part down.
+      queue.copyWithin(0, this.head, this.tail)
+      queue.fill(undefined, this.tail - this.head, this.tail)
+      this.tail -= this.head
       this.head = 0
     }
     return this.queue[this.head]
@@ -374,8 +386,8 @@ export class Batcher {
   private take(shape: string, count: number, rows: number): Entry[] {
     const taken: Entry[] = []
     let total = 0
-    for (let i = this.head; i < this.queue.length && taken.length < count; i++) {
-      const entry = this.queue[i]
+    for (let i = this.head; i < this.tail && taken.length < count; i++) {
+      const entry = this.queue[i]!
       if (entry.settled || entry.shape !== shape) continue
       if (total + entry.rows > rows) break
       entry.settled = true

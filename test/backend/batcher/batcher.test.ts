@@ -1,10 +1,15 @@
 import { performance } from 'node:perf_hooks'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Batcher, type BatcherOptions, type BatchObserver } from '../../../backend/batcher/batcher.ts'
 import { InferenceError } from '../../../backend/errors.ts'
 import type { Executor } from '../../../backend/executor/executor.ts'
 import type { DispatchPolicy } from '../../../backend/repository/model-config.ts'
 import { alone, probabilities, request, row, startTinyExecutor, WIDTH } from './harness.ts'
+
+setFlagsFromString('--expose-gc')
+const collectGarbage = runInNewContext('gc') as () => void
 
 let tiny: Awaited<ReturnType<typeof startTinyExecutor>>
 let executor: Executor
@@ -29,6 +34,19 @@ describe.each(['idle', 'delay'] as const)('Batcher under %s dispatch', (dispatch
     expect(results.map((r) => r.batchSeq)).toEqual([1, 1, 1, 1, 2, 2, 2, 2, 3, 3])
     expect(results.map((r) => r.batchReason)).toEqual([...Array(8).fill('full'), dispatch, dispatch])
     expect(results.map((r) => r.batchSize)).toEqual([4, 4, 4, 4, 4, 4, 4, 4, 2, 2])
+  })
+
+  it('keeps no answered request alive: the queue lets go of what it sent', async () => {
+    const b = batcher(dispatch, { maxBatchSize: 4, maxQueueDelayUs: 0 })
+    const sent = Array.from({ length: 10 }, (_, i) => request([row(i)]))
+    const alive = sent.map((r) => new WeakRef(r.inputs))
+    await Promise.all(sent.map((r) => b.submit(r)))
+    sent.length = 0
+    // A WeakRef holds its target to the end of the job that made it: collect in a later one.
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    collectGarbage()
+    expect(alive.filter((ref) => ref.deref() !== undefined)).toHaveLength(0)
+    expect(b.depth).toBe(0)
   })
 
   it('gives every caller exactly its own rows', async () => {
