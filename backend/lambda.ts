@@ -4,6 +4,7 @@ import { lambdaInferEvent, type LambdaErrorResult } from '../shared/lambda.ts'
 import type { InferResponse } from '../shared/protocol.ts'
 import { InferenceError } from './errors.ts'
 import { serveInfer } from './infer/serve.ts'
+import { inferResponse } from './infer/response.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { createLogger } from './logger.ts'
 import { Repository } from './repository/repository.ts'
@@ -39,8 +40,8 @@ export const handler = async (event: unknown): Promise<InferResponse | LambdaErr
     const arrived = performance.now()
     const served = await lambdaManager().resolve(model, version)
     const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
-    const { response } = await serveInfer(served, request, { limits, arrived })
-    return response
+    const { answer } = await serveInfer(served, request, { limits, arrived })
+    return inferResponse(served.model, String(served.version), answer)
   } catch (err) {
     if (err instanceof InferenceError) return { error: err.message, status: err.status }
     throw err

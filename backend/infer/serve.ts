@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Span } from '@opentelemetry/api'
-import type { InferResponse } from '../../shared/protocol.ts'
 import { parseDeadlineMs } from '../../shared/headers.ts'
 import { InferenceError, badRequest } from '../errors.ts'
-import { toJsonData } from '../executor/tensor.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
 import { parseInferRequest, type ParseLimits } from './request.ts'
+import type { InferAnswer } from './response.ts'
 
 const MAX_DEADLINE_MS = 3_600_000
 
@@ -27,7 +26,8 @@ export interface ServeOptions {
 }
 
 export interface Served {
-  response: InferResponse
+  /** Encoded by the caller: the version's ResponseTemplate for HTTP, inferResponse for the Lambda tier. */
+  answer: InferAnswer
   rows: number
 }
 
@@ -38,7 +38,7 @@ export interface Served {
 export const serveInfer = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served> => {
   const series = served.requestSeries
   try {
-    const { response, rows, queueUs } = await run(served, body, options)
+    const { answer, rows, queueUs } = await run(served, body, options)
     const us = (performance.now() - options.arrived) * 1000
     served.stats.request(true, rows, us, queueUs)
     served.drift?.request(us, rows, false)
@@ -46,7 +46,7 @@ export const serveInfer = async (served: ModelVersion, body: unknown, options: S
       series.ok()
       series.duration(us / 1e6)
     }
-    return { response, rows }
+    return { answer, rows }
   } catch (err) {
     const status = err instanceof InferenceError ? err.status : 500
     const us = (performance.now() - options.arrived) * 1000
@@ -78,9 +78,7 @@ const run = async (served: ModelVersion, body: unknown, options: ServeOptions): 
   const result = await served.submit({ inputs: request.inputs, rows: request.rows, outputs, deadline, span: options.span })
   drift?.record(request.inputs, request.rows, result.outputs)
   const { requestIdHeader } = options
-  const response: InferResponse = {
-    model_name: served.model,
-    model_version: String(served.version),
+  const answer: InferAnswer = {
     id: request.id ?? (requestIdHeader !== undefined && SAFE_REQUEST_ID.test(requestIdHeader) ? requestIdHeader : randomUUID()),
     parameters: {
       queue_us: result.queueUs,
@@ -88,10 +86,7 @@ const run = async (served: ModelVersion, body: unknown, options: ServeOptions): 
       batch_size: result.batchSize,
       batch_reason: result.batchReason,
     },
-    outputs: request.outputs.map((name) => {
-      const tensor = result.outputs[name]
-      return { name, shape: tensor.dims, datatype: tensor.datatype, data: toJsonData(tensor) }
-    }),
+    outputs: request.outputs.map((name) => ({ name, tensor: result.outputs[name] })),
   }
-  return { response, rows: request.rows, queueUs: result.queueUs }
+  return { answer, rows: request.rows, queueUs: result.queueUs }
 }

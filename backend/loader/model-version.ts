@@ -10,6 +10,7 @@ import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import { batchSeries, requestSeries, type Metrics, type RequestSeries } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import { VersionStats } from '../monitor/stats.ts'
+import { ResponseTemplate } from '../infer/response.ts'
 import type { Logger } from '../logger.ts'
 import { sameNames, startExecutor, type PlacementSetting } from './placement.ts'
 
@@ -37,6 +38,8 @@ export class ModelVersion {
   lastUsed = performance.now()
   /** Why the version can no longer serve (its sessions are gone and could not be recreated). */
   broken: string | undefined
+  /** Its answers' HTTP body, around a prefix built once. */
+  readonly responseTemplate: ResponseTemplate
   private successor: ModelVersion | undefined
   private draining = false
 
@@ -52,7 +55,9 @@ export class ModelVersion {
     readonly drift: DriftCounter | undefined,
     /** Where its requests are counted for Prometheus, bound once here so the hot path only calls them. */
     readonly requestSeries: RequestSeries | undefined,
-  ) {}
+  ) {
+    this.responseTemplate = new ResponseTemplate(model, String(version))
+  }
 
   static async load(model: string, config: ModelConfig, disk: VersionOnDisk, options: LoadOptions): Promise<ModelVersion> {
     const started = performance.now()

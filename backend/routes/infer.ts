@@ -23,16 +23,16 @@ export const inferRoutes = ({ manager, settings, logger, tracing }: BackendDeps)
     const model = c.req.param('model') as string
     const version = c.req.param('version')
     const served = manager.resident(model, version) ?? (await manager.resolve(model, version))
-    const { response, rows } = await serveInfer(served, parsed, {
+    const { answer, rows } = await serveInfer(served, parsed, {
       limits,
       arrived,
       deadlineHeader: requestHeader(c, HEADERS.deadlineMs),
       requestIdHeader: requestHeader(c, HEADERS.requestId),
       span: c.get('requestSpan'),
     })
-    if (debug) logger.debug('infer', { model, version: response.model_version, id: response.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
+    if (debug) logger.debug('infer', { model, version: served.version, id: answer.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
     // Headers as a plain record: with more than one, c.json builds a fetch Headers per response.
-    return new Response(JSON.stringify(response), { status: 200, headers: { 'content-type': 'application/json', [HEADERS.modelVersion]: String(served.version) } })
+    return new Response(served.responseTemplate.encode(answer), { status: 200, headers: { 'content-type': 'application/json', [HEADERS.modelVersion]: String(served.version) } })
   }
   for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
     // Mounted only when tracing is on: off, a request never reaches any tracing code.
