@@ -33,6 +33,9 @@ export const createUpstashClient = ({ url, token, requestTimeoutMs = 2_000 }: Up
 /** The edge's default wait for one Redis call outside the feature and rate-limit budgets (`REDIS_TIMEOUT_MS`). */
 export const DEFAULT_EDGE_REDIS_TIMEOUT_MS = 200
 
+/** Redis did not answer in time; what was sent may still be applied. */
+export class RedisTimeout extends Error {}
+
 /**
  * Settles as `work` does, or fails once `ms` have passed: the one time limit on a Redis call in
  * either tier. A late answer is dropped (the abort signal above ends the request itself later).
@@ -40,7 +43,7 @@ export const DEFAULT_EDGE_REDIS_TIMEOUT_MS = 200
 export const within = <T>(work: Promise<T>, ms: number): Promise<T> => {
   let timer: ReturnType<typeof setTimeout> | undefined
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms)
+    timer = setTimeout(() => reject(new RedisTimeout(`no answer from Redis within ${ms} ms`)), ms)
   })
   return Promise.race([work, expired]).finally(() => clearTimeout(timer))
 }
