@@ -1,7 +1,7 @@
 import { readFile, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { modelConfig, type ModelConfig } from './model-config.ts'
-import { verifyVersion } from './manifest.ts'
+import { HashCache, verifyVersion } from './manifest.ts'
 
 export const CONFIG_FILE = 'config.json'
 export const MODEL_FILE = 'model.onnx'
@@ -60,6 +60,9 @@ const MODEL_NAME = /^[a-z0-9][a-z0-9._-]*$/
 const configExists = (dir: string): Promise<boolean> => stat(join(dir, CONFIG_FILE)).then(() => true, () => false)
 
 export class Repository {
+  /** Files already hashed: reading the repository again hashes only what changed. */
+  private readonly hashes = new HashCache()
+
   constructor(readonly root: string) {}
 
   async names(): Promise<string[]> {
@@ -88,7 +91,7 @@ export class Repository {
     return readConfig(join(this.root, name), name).catch(() => undefined)
   }
 
-  /** Config and every version folder, each checked against its MANIFEST (hashes every file). */
+  /** Config and every version folder, each checked against its MANIFEST (hashes the files not hashed before, or changed since). */
   async read(name: string): Promise<ModelOnDisk | undefined> {
     if (!(await this.has(name))) return undefined
     const path = join(this.root, name)
@@ -104,7 +107,7 @@ export class Repository {
       folders.map(async (version): Promise<VersionOnDisk> => {
         const dir = join(path, String(version))
         const modelPath = join(dir, MODEL_FILE)
-        const check = await verifyVersion(dir)
+        const check = await verifyVersion(dir, this.hashes)
         const sizeBytes = await stat(modelPath).then((s) => s.size, () => 0)
         const missingModel = check.ok && sizeBytes === 0 ? `${MODEL_FILE} is missing or empty` : ''
         return {
