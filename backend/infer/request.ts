@@ -104,6 +104,31 @@ const store = (target: unknown[], at: number, v: unknown, input: TensorConfig, w
 const flatIndex = (at: number) => `[${at}]`
 
 /**
+ * Walks nested data that must have exactly the declared shape, handing each element to `leaf`
+ * with its flat index. Without `leaf` it checks only the arrays' lengths, not the elements: that
+ * costs one step per innermost array, so it runs before anything is allocated for the shape.
+ */
+const walkNested = (data: unknown[], shape: readonly number[], input: TensorConfig, leaf?: (v: unknown, at: number) => void) => {
+  let at = 0
+  const trail: number[] = []
+  const walk = (node: unknown, depth: number) => {
+    if (depth === shape.length) {
+      leaf?.(node, at++)
+      return
+    }
+    const where = () => `data${trail.slice(0, depth).map((i) => `[${i}]`).join('')}`
+    if (!Array.isArray(node)) throw badRequest(`input "${input.name}": ${where()} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
+    if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": ${where()} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
+    if (!leaf && depth === shape.length - 1) return
+    for (let i = 0; i < node.length; i++) {
+      trail[depth] = i
+      walk(node[i], depth + 1)
+    }
+  }
+  walk(data, 0)
+}
+
+/**
  * Flattens row-major data into `out`. Nested data must have exactly the declared shape; flat
  * data must have exactly the product of the shape. Messages are built only on failure.
  */
@@ -114,22 +139,7 @@ const fill = (data: unknown[], shape: readonly number[], input: TensorConfig, ou
     return
   }
   const nestedIndex = (at: number) => pathOf(at, shape)
-  let at = 0
-  const trail: number[] = []
-  const walk = (node: unknown, depth: number) => {
-    if (depth === shape.length) {
-      store(target, at++, node, input, nestedIndex)
-      return
-    }
-    const where = () => `data${trail.slice(0, depth).map((i) => `[${i}]`).join('')}`
-    if (!Array.isArray(node)) throw badRequest(`input "${input.name}": ${where()} is ${describe(node)}, expected an array of ${shape[depth]} (shape [${shape}])`)
-    if (node.length !== shape[depth]) throw badRequest(`input "${input.name}": ${where()} has ${node.length} elements, shape [${shape}] needs ${shape[depth]}`)
-    for (let i = 0; i < node.length; i++) {
-      trail[depth] = i
-      walk(node[i], depth + 1)
-    }
-  }
-  walk(data, 0)
+  walkNested(data, shape, input, (v, at) => store(target, at, v, input, nestedIndex))
 }
 
 const isShape = (shape: unknown): shape is number[] => {
@@ -195,7 +205,9 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     if (!Array.isArray(raw.data)) throw badRequest(`input "${declared.name}": data must be an array`)
     const length = elementCount(shape)
     const nested = raw.data.length > 0 && Array.isArray(raw.data[0])
-    if (!nested && raw.data.length !== length) {
+    // The data must fit the shape before the shape's storage is allocated: a short body may declare a vast shape.
+    if (nested) walkNested(raw.data, shape, declared)
+    else if (raw.data.length !== length) {
       throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
     }
     if (length > limits.maxElements) throw badRequest(`input "${declared.name}": shape [${shape}] has more elements than this request could carry`)
