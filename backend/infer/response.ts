@@ -29,6 +29,11 @@ const jsonData = (tensor: HostTensor): string => {
     for (let i = 0; i < data.length; i++) text += (i === 0 ? '' : ',') + jsonNumber(data[i])
     return `${text}]`
   }
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+    // Exact digits: a JSON number has no precision limit, only a JS number does (above 2^53).
+    for (let i = 0; i < data.length; i++) text += (i === 0 ? '' : ',') + String(data[i])
+    return `${text}]`
+  }
   const values = toJsonData(tensor)
   for (let i = 0; i < values.length; i++) {
     const v = values[i]
@@ -39,7 +44,7 @@ const jsonData = (tensor: HostTensor): string => {
 
 /**
  * The HTTP body of a version's answers, byte for byte what JSON.stringify(inferResponse(…))
- * writes, from a prefix built once per version: building the response object and walking it
+ * writes except 64-bit integers, which keep every digit; from a prefix built once per version: building the response object and walking it
  * again to stringify cost more than the rest of the response path.
  */
 export class ResponseTemplate {

@@ -38,7 +38,7 @@ describe('ResponseTemplate', () => {
       ['f64', { datatype: 'FP64', dims: [2, 2], data: Float64Array.of(Math.PI, -1e308, 5e-324, Number.NaN) }],
       ['f16', { datatype: 'FP16', dims: [3], data: Uint16Array.of(toHalfBits(1.5), toHalfBits(-65504), 0x7e00) }],
       ['i64', { datatype: 'INT64', dims: [2], data: BigInt64Array.of(-(2n ** 53n), 42n) }],
-      ['u64', { datatype: 'UINT64', dims: [1], data: BigUint64Array.of(2n ** 63n) }],
+      ['u64', { datatype: 'UINT64', dims: [1], data: BigUint64Array.of(2n ** 53n - 1n) }],
       ['i8', { datatype: 'INT8', dims: [2], data: Int8Array.of(-128, 127) }],
       ['u32', { datatype: 'UINT32', dims: [1], data: Uint32Array.of(4294967295) }],
       ['flag', { datatype: 'BOOL', dims: [3], data: Uint8Array.of(1, 0, 2) }],
@@ -46,6 +46,16 @@ describe('ResponseTemplate', () => {
       ['none', { datatype: 'FP32', dims: [0, 2], data: new Float32Array(0) }],
     ]
     expectSameAsStringify('m', '7', answer(tensors))
+  })
+
+  it('writes 64-bit integers with every digit, beyond what a JS number holds', () => {
+    const text = new ResponseTemplate('m', '1').encode(answer([
+      ['i64', { datatype: 'INT64', dims: [3], data: BigInt64Array.of(2n ** 62n + 1n, -(2n ** 63n), 2n ** 63n - 1n) }],
+      ['u64', { datatype: 'UINT64', dims: [2], data: BigUint64Array.of(2n ** 64n - 1n, 2n ** 53n + 1n) }],
+    ]))
+    expect(text).toContain('"datatype":"INT64","data":[4611686018427387905,-9223372036854775808,9223372036854775807]}')
+    expect(text).toContain('"datatype":"UINT64","data":[18446744073709551615,9007199254740993]}')
+    expect(JSON.parse(text)).toMatchObject({ outputs: [{ name: 'i64', shape: [3] }, { name: 'u64', shape: [2] }] })
   })
 
   it('escapes the model name, the version and the id, and writes every batch reason', () => {
