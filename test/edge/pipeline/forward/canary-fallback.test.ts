@@ -1,3 +1,5 @@
+import { ROOT_CONTEXT, SpanStatusCode } from '@opentelemetry/api'
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import { describe, expect, it } from 'vitest'
 import { type FallbackSlots, fallbackReason, withCanaryFallback } from '../../../../edge/pipeline/forward/canary-fallback.ts'
 import { BackendRefusal, deadlinePassed, tierRefusal } from '../../../../edge/pipeline/forward/http-transport.ts'
@@ -126,5 +128,23 @@ describe('withCanaryFallback', () => {
     await expect(withCanaryFallback(c, DEADLINE, attempt, { now: () => NOW })).rejects.toMatchObject({ status: 503, detail: 'stable down' })
     expect(c.get('assignment')).toMatchObject({ variant: 'stable', version: 2, canaryFallback: 'timeout' })
     expect(await fallbacks(requestMetrics)).toEqual(['edge_infer_edge_canary_fallbacks_total{model="m",version="3",reason="timeout"} 1'])
+  })
+
+  it('records the retry on stable in a span edge.canary_fallback, failed (ERROR) when stable fails too', async () => {
+    const exporter = new InMemorySpanExporter()
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+    const tracer = provider.getTracer('test')
+    const fallbackSpan = async (...outcomes: Array<string | Error>) => {
+      exporter.reset()
+      const { c } = requestContext(canaryRequest())
+      c.set('tracing', { tracer, context: ROOT_CONTEXT })
+      await withCanaryFallback(c, DEADLINE, attempts(...outcomes).attempt, { now: () => NOW }).catch(() => undefined)
+      await provider.forceFlush()
+      return exporter.getFinishedSpans().filter((s) => s.name === 'edge.canary_fallback')
+    }
+    const failed = await fallbackSpan(new BackendRefusal(503, 'canary down'), new BackendRefusal(503, 'stable down'))
+    expect(failed.map((s) => [s.status.code, s.attributes['http.response.status_code']])).toEqual([[SpanStatusCode.ERROR, 503]])
+    const answered = await fallbackSpan(new BackendRefusal(503, 'canary down'), 'from stable')
+    expect(answered.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET])
   })
 })

@@ -61,4 +61,16 @@ describe('CircuitBreaker', () => {
     breaker.success()
     expect(breaker.state).toBe('closed')
   })
+
+  it('says exactly how many whole seconds remain of the cooldown in Retry-After, rounded up', () => {
+    let now = 0
+    const breaker = new CircuitBreaker({ failureThreshold: 1, cooldownMs: 5_000, now: () => now })
+    breaker.failure()
+    // Expected values by hand: 5 s cooldown from 0 ms; asked at t, ceil((5000 - t) / 1000).
+    const asked = [[0, 5], [1_500, 4], [1_700, 4], [2_000, 3], [2_001, 3], [4_001, 1]]
+    for (const [at, seconds] of asked) {
+      now = at
+      expect(breaker.retryAfterSeconds(), `at ${at} ms`).toBe(seconds)
+    }
+  })
 })

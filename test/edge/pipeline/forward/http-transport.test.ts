@@ -84,3 +84,16 @@ describe('HttpTransport against the real backend', () => {
     expect(attempts).toBe(3)
   })
 })
+
+describe('HttpTransport refusing on an open circuit', () => {
+  it('sends the breaker\'s exact remaining cooldown as Retry-After', async () => {
+    let now = 0
+    const failing: typeof fetch = async () => new Response(JSON.stringify({ error: 'session failed' }), { status: 500 })
+    const transport = new HttpTransport({ baseUrl: 'http://backend.test', retries: 0, breakers: circuitBreakers({ failureThreshold: 1, cooldownMs: 5_000, now: () => now }), fetch: failing, now: () => now })
+    const at = (deadlineMs: number) => ({ ...call(2), deadlineAt: now + deadlineMs })
+    await expect(transport.infer(at(1_000))).rejects.toMatchObject({ status: 502 })
+    now = 1_500
+    // 3.5 s of the 5 s cooldown remain: Retry-After says 4.
+    await expect(transport.infer(at(1_000))).rejects.toMatchObject({ status: 503, extra: { headers: { 'retry-after': '4' } } })
+  })
+})
