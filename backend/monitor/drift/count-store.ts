@@ -1,5 +1,6 @@
 import type { Redis } from '@upstash/redis'
 import { createUpstashClient, within } from '../../../shared/upstash-client.ts'
+import { applyOnce, type RedisCommand } from '../../../shared/write-once.ts'
 import type { DriftLayout } from './layout.ts'
 
 /** Hashes outlive the longest window (180 minutes) with room for a late reader. */
@@ -13,9 +14,6 @@ const TTL_SECONDS = 4 * 3600
 export const countsKey = (layout: DriftLayout, minute: number): string =>
   `drift:${layout.model}:${layout.version}:${layout.fingerprint}:${minute}`
 
-/** Sequence number of the last transaction a replica got applied (`drift:flush:{replica}`). */
-export const markerKey = (replica: string): string => `drift:flush:${replica}`
-
 export interface HashIncrements {
   key: string
   /** Flat indices (the fields) and what to add to each. */
@@ -25,10 +23,12 @@ export interface HashIncrements {
 
 /** What merging counts across replicas needs of Redis. */
 export interface CountStore {
-  /** HINCRBYs every field, renews each hash's expiry and sets `marker` to `value`: all or nothing. */
-  apply(hashes: readonly HashIncrements[], marker: string, value: string): Promise<void>
-  /** A marker's value; undefined when unset. */
-  marker(key: string): Promise<string | undefined>
+  /**
+   * HINCRBYs every field and renews each hash's expiry, all or nothing, and once per `writeId`
+   * however often it is sent (shared/write-once.ts). Resolves once Redis answered (applied now
+   * or before); rejects `WriteInDoubt` when no answer came within the budget.
+   */
+  apply(writeId: string, hashes: readonly HashIncrements[]): Promise<void>
   /** Each hash as flat index → count, in the order asked; a missing hash is empty. */
   read(keys: readonly string[]): Promise<Array<Map<number, number>>>
 }
@@ -55,26 +55,20 @@ export interface RedisCountStoreOptions {
 
 /**
  * The store over Upstash's REST API, on the client the edge builds too (stored strings, a
- * timeout per request, and no retries: a retry of a request that did land would add twice).
- * One transaction (`MULTI`/`EXEC` in one HTTP request) per flush, so a flush lands whole or not
- * at all and its marker says which; a flush that fails or takes longer than `timeoutMs` is
- * resolved by the marker next time, and a read that does fails the report it was for.
+ * timeout per request, and no retries of its own). A flush is one script applied once per id
+ * (`applyOnce`), so it lands whole or not at all and a resend of a flush that did land (or lands
+ * later still) adds nothing; a read slower than `timeoutMs` fails the report it was for.
  */
 export const redisCountStore = ({ url, token, timeoutMs = DEFAULT_DRIFT_REDIS_TIMEOUT_MS, client }: RedisCountStoreOptions): CountStore => {
   const redis = client ?? createUpstashClient({ url, token, requestTimeoutMs: 5_000 })
   return {
-    async apply(hashes, marker, value) {
-      const tx = redis.multi()
+    async apply(writeId, hashes) {
+      const commands: RedisCommand[] = []
       for (const { key, indices, deltas } of hashes) {
-        for (let k = 0; k < indices.length; k++) tx.hincrby(key, String(indices[k]), deltas[k])
-        tx.expire(key, TTL_SECONDS)
+        for (let k = 0; k < indices.length; k++) commands.push(['HINCRBY', key, String(indices[k]), String(deltas[k])])
+        commands.push(['EXPIRE', key, String(TTL_SECONDS)])
       }
-      tx.set(marker, value, { ex: TTL_SECONDS })
-      await within(tx.exec(), timeoutMs)
-    },
-    async marker(key) {
-      const value = await within(redis.get(key), timeoutMs)
-      return value === null ? undefined : String(value)
+      await applyOnce(redis, writeId, commands, { timeoutMs })
     },
     async read(keys) {
       if (keys.length === 0) return []

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto'
 import { errorFields, type Logger } from '../../logger.ts'
 import type { ModelConfig } from '../../repository/model-config.ts'
 import { readBaseline } from './baseline-file.ts'
-import { countsKey, markerKey, type CountStore } from './count-store.ts'
+import { OutgoingWrite } from '../../../shared/write-once.ts'
+import { countsKey, type CountStore } from './count-store.ts'
 import { DriftCounter, type Clock, type WindowTotals } from './counter.ts'
 import { driftLayout, type DriftLayout } from './layout.ts'
 import { MinuteBuckets, type UnsentMinute } from './minute-buckets.ts'
@@ -16,19 +16,16 @@ export interface DriftMonitorOptions {
   now?: Clock
 }
 
-/** One flush: every counter's unsent minutes, numbered so its marker can tell whether it landed. */
-interface Flush {
-  seq: number
-  parts: Array<{ counter: DriftCounter; minute: UnsentMinute }>
-}
+/** One flush: every counter's unsent minutes when it was taken. */
+type Flush = Array<{ counter: DriftCounter; minute: UnsentMinute }>
 
 /**
  * The drift counters of every version this process serves, and the flusher that merges them
  * across replicas. With a store, every `flushMs` the deltas since the last confirmed flush go
- * to Redis as one transaction that also sets this replica's marker to the flush's number. A
- * failed flush keeps its deltas; because a failure (a timeout, a lost reply) does not say
- * whether Redis applied it, the next flush first reads the marker and counts the failed one
- * as sent if it landed. Counts are neither lost nor added twice.
+ * to Redis as one write with its own id (shared/write-once.ts). A flush that failed or timed out
+ * may still land, so it is in doubt: the next flush sends it again whole, with the same id (a
+ * no-op if it landed, before or after the resend), and only then what was counted since, as a
+ * write of its own. Counts are neither lost nor added twice.
  *
  * With a store, `window()` flushes first and reads the window's hashes while no other flush
  * can run, then adds what this replica counted since: each count is in the sum exactly once.
@@ -38,14 +35,12 @@ interface Flush {
  */
 export class DriftMonitor {
   private readonly counters = new Map<string, DriftCounter>()
-  private readonly replica = randomUUID()
   private readonly logger: Logger
   private readonly store: CountStore | undefined
   private readonly flushMs: number
   private readonly now: Clock
-  private seq = 0
-  /** The last flush, when it failed without telling whether it landed. */
-  private inDoubt: Flush | undefined
+  /** The flush in flight or in doubt: resent as it is until Redis answers it. */
+  private readonly outgoing = new OutgoingWrite<Flush>('drift')
   /** Flushes and merged reads, one at a time. */
   private queue: Promise<unknown> = Promise.resolve()
   /** Calls to Redis that failed so far: a task that saw this change while it waited fails too. */
@@ -135,26 +130,20 @@ export class DriftMonitor {
   private async send(): Promise<void> {
     const store = this.store
     if (!store) return
-    const marker = markerKey(this.replica)
-    if (this.inDoubt) {
-      if ((await store.marker(marker)) === String(this.inDoubt.seq)) this.confirm(this.inDoubt)
-      this.inDoubt = undefined
+    // The flush in doubt first (same id, same deltas), then one more with what was counted since.
+    for (let fresh = false; !fresh; ) {
+      fresh = !this.outgoing.inDoubt
+      const write = this.outgoing.next(() => this.unsent())
+      if (!write) return
+      await store.apply(write.id, write.payload.map(({ counter, minute }) => ({ key: countsKey(counter.layout, minute.minute), ...minute })))
+      this.outgoing.settled()
+      for (const { counter, minute } of write.payload) counter.buckets.markSent(minute)
     }
-    const parts = [...this.counters.values()].flatMap((counter) => counter.buckets.unsent().map((minute) => ({ counter, minute })))
-    if (parts.length === 0) return
-    const flush: Flush = { seq: ++this.seq, parts }
-    const hashes = parts.map(({ counter, minute }) => ({ key: countsKey(counter.layout, minute.minute), ...minute }))
-    try {
-      await store.apply(hashes, marker, String(flush.seq))
-    } catch (err) {
-      this.inDoubt = flush
-      throw err
-    }
-    this.confirm(flush)
   }
 
-  private confirm({ parts }: Flush): void {
-    for (const { counter, minute } of parts) counter.buckets.markSent(minute)
+  private unsent(): Flush | undefined {
+    const flush = [...this.counters.values()].flatMap((counter) => counter.buckets.unsent().map((minute) => ({ counter, minute })))
+    return flush.length > 0 ? flush : undefined
   }
 
   private readonly totals: WindowTotals = (counter, from, to) => {

@@ -90,7 +90,7 @@ describe('DriftMonitor with Redis', () => {
     const probe = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false })
     await until(() => probe.ping().then(() => true, () => false))
 
-    // The failed flush may have landed once Redis resumed: its marker decides, not a resend.
+    // The failed flush may have landed once Redis resumed: its resend, with the same id, adds nothing then.
     await writer.flush()
     await writer.flush()
     const expected = await tally.window(5)
@@ -98,7 +98,7 @@ describe('DriftMonitor with Redis', () => {
     expect(await replica(store).window(5)).toEqual(expected)
   })
 
-  it('resolves a flush of unknown outcome by its marker: landed is kept, refused is sent again', async () => {
+  it('resends a flush of unknown outcome with its id: landed is not added again, refused is sent again', async () => {
     const { replica, tally, traffic } = setup()
     let fail: 'after' | 'before' | undefined
     const flaky: CountStore = {
@@ -118,7 +118,7 @@ describe('DriftMonitor with Redis', () => {
     await expect(writer.flush()).rejects.toThrow('reply lost')
     fail = 'before'
     traffic([a], 4, 7)
-    // The marker says the first one landed; the second flush's deltas stay unsent.
+    // The first flush is resent whole and refused; the 4 rows counted since wait behind it.
     await expect(writer.flush()).rejects.toThrow('connection refused')
     fail = undefined
     await writer.flush()
