@@ -51,6 +51,11 @@ export class CircuitBreaker {
     return true
   }
 
+  /** Nothing to remember: closed with no failure counted and no probe out, as a new breaker is. */
+  get clean(): boolean {
+    return this.failures === 0 && this.probeSentAt === undefined
+  }
+
   /** Seconds until the circuit will let a probe through. */
   retryAfterSeconds(): number {
     const now = this.now()
@@ -76,13 +81,24 @@ export class CircuitBreaker {
 }
 
 export interface CircuitBreakersOptions extends CircuitBreakerOptions {
-  /** Most breakers kept; past it the least recently used goes (a version or target no longer called). */
+  /**
+   * Most breakers kept; past it the least recently used clean one goes (a key called once, or
+   * whose calls all succeed), else the least recently used.
+   */
   maxBreakers?: number
+}
+
+/** The least recently used clean breaker's key other than `current`'s, else the least recently used key. */
+const leastWorthKeeping = (breakers: Map<string, CircuitBreaker>, current: string): string => {
+  for (const [key, breaker] of breakers) if (key !== current && breaker.clean) return key
+  return breakers.keys().next().value!
 }
 
 /**
  * A breaker per key, made on first use: what fails behind one key (a backend target, a model
- * version on it, its shadow copies) never opens the circuit of another.
+ * version on it, its shadow copies) never opens the circuit of another. A clean breaker is
+ * forgotten before one that has failed: a flood of keys that answer (unknown names, say) must
+ * not make the registry forget an open circuit and send traffic to a failing backend again.
  */
 export const circuitBreakers = ({ maxBreakers = 1_024, ...options }: CircuitBreakersOptions = {}) => {
   const breakers = new Map<string, CircuitBreaker>()
@@ -92,7 +108,7 @@ export const circuitBreakers = ({ maxBreakers = 1_024, ...options }: CircuitBrea
     if (breaker) breakers.delete(key)
     else breaker = new CircuitBreaker(options)
     breakers.set(key, breaker)
-    if (breakers.size > maxBreakers) breakers.delete(breakers.keys().next().value!)
+    if (breakers.size > maxBreakers) breakers.delete(leastWorthKeeping(breakers, key))
     return breaker
   }
 }

@@ -16,6 +16,11 @@ export interface HttpTransportOptions {
    * copies sent to each version, one for the model list and metadata.
    */
   breakers?: CircuitBreakers
+  /**
+   * The breakers of protocol reads, one per URL: apart from `breakers`, since a client names
+   * these URLs (any model name) and so could otherwise crowd out the circuits of infer calls.
+   */
+  readBreakers?: CircuitBreakers
   fetch?: typeof fetch
   now?: () => number
 }
@@ -84,15 +89,17 @@ export class HttpTransport implements Transport, ProtocolReader {
   private readonly authorization: Record<string, string>
   private readonly retries: number
   private readonly breakers: CircuitBreakers
+  private readonly readBreakers: CircuitBreakers
   private readonly fetcher: typeof fetch
   private readonly now: () => number
 
   // workerd refuses `fetch` called with another `this` ("Illegal invocation"): never store it bare.
-  constructor({ baseUrl, token, retries = 1, breakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
+  constructor({ baseUrl, token, retries = 1, breakers = circuitBreakers(), readBreakers = circuitBreakers(), fetch: fetcher = (input, init) => fetch(input, init), now = Date.now }: HttpTransportOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.authorization = token ? { authorization: `Bearer ${token}` } : {}
     this.retries = retries
     this.breakers = breakers
+    this.readBreakers = readBreakers
     this.fetcher = fetcher
     this.now = now
   }
@@ -138,7 +145,7 @@ export class HttpTransport implements Transport, ProtocolReader {
   async read(path: string, requestId: string): Promise<BackendAnswer> {
     const url = `${this.baseUrl}${path}`
     // One circuit per read: a version answering "not ready" must not open the circuit of health or of other models.
-    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.breakers(`${url} (read)`))
+    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.readBreakers(url))
     const body = await jsonOf(res)
     if (res.status === 200 || (res.status === 503 && isRecord(body) && body.ready === false)) return { status: res.status, body }
     throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)

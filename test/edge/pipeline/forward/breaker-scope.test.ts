@@ -130,4 +130,31 @@ describe('predict with a failing shadow, through the real backend', () => {
     expect(pinned.status).toBe(200)
     expect(pinned.headers.get('x-model-version')).toBe('1')
   })
+
+  it('reads of unknown models never make the circuit of a failing version forget it is open', async () => {
+    const backend = scripted((url) => (url.endsWith('/infer') ? json(500, { error: 'session failed' }) : json(404, { error: 'unknown model' })))
+    const transport = new HttpTransport({ baseUrl: 'http://backend', retries: 0, fetch: backend.fetch })
+    for (let i = 0; i < 5; i++) await outcome(transport.infer(call(1)))
+    expect(await outcome(transport.infer(call(1)))).toMatch(/circuit open/)
+    // More distinct read URLs than the breakers kept (1,024): any predict-scoped client can send them.
+    for (let i = 0; i < 1_030; i++) await outcome(transport.read(`/v2/models/nosuch-${i}`, `read-${i}`))
+    const reached = backend.seen.length
+    expect(await outcome(transport.infer(call(1)))).toMatch(/circuit open/)
+    expect(backend.seen.length).toBe(reached)
+  })
+
+  it('reads that fail, past the bound, still leave the infer circuits alone', async () => {
+    const backend = scripted(() => json(500, { error: 'down' }))
+    const transport = new HttpTransport({ baseUrl: 'http://backend', retries: 0, fetch: backend.fetch })
+    for (let i = 0; i < 5; i++) await outcome(transport.infer(call(1)))
+    for (let i = 0; i < 1_030; i++) await outcome(transport.read(`/v2/models/nosuch-${i}`, `read-${i}`))
+    expect(await outcome(transport.infer(call(1)))).toMatch(/circuit open/)
+  })
+
+  it('forgets breakers with nothing to remember (closed, no failure) before any that has failed', () => {
+    const breakers = circuitBreakers({ maxBreakers: 2, failureThreshold: 1, cooldownMs: 60_000, now: () => 0 })
+    breakers('open').failure()
+    for (const key of ['a', 'b', 'c', 'd']) breakers(key).success()
+    expect(breakers('open').state).toBe('open')
+  })
 })
