@@ -100,8 +100,12 @@ export const createS3Client = (o: S3ClientOptions): S3Client =>
 const unsafePath = (path: string): boolean =>
   path === '' || isAbsolute(path) || path.includes('\\') || path.split('/').some((part) => part === '' || part === '.' || part === '..')
 
-/** Written into the destination after a fetch, so a later fetch knows the contents are its own to replace. */
+/**
+ * Kept in the destination from before the first entry is replaced until the next fetch, so a later
+ * fetch knows the contents are its own to replace, even after one was killed midway.
+ */
 export const FETCH_MARKER = '.model-fetch.json'
+/** A fetch's own staging folder, inside the destination: renames from it stay on the volume. */
 const STAGING_PREFIX = '.incoming-'
 
 export class FetchRefused extends Error {
@@ -145,9 +149,20 @@ const verifyStaged = async (root: string): Promise<{ problems: string[]; models:
   return { problems, models }
 }
 
+/** The fetch's own names in the destination, which a source may not bring. */
+const ownName = (entry: string): boolean => entry === FETCH_MARKER || entry.startsWith(STAGING_PREFIX)
+
+/** What a fetch may replace: nothing there but a killed fetch's staging, or a fetch's contents (its marker). */
 const isEmptyOrOurs = async (dir: string): Promise<boolean> => {
-  const entries = await readdir(dir)
+  const entries = (await readdir(dir)).filter((e) => !e.startsWith(STAGING_PREFIX))
   return entries.length === 0 || entries.includes(FETCH_MARKER)
+}
+
+/** Replaces the marker in one rename, so a kill leaves either the old one or the new one. */
+const writeMarker = async (dest: string, staging: string, contents: object): Promise<void> => {
+  const written = join(staging, FETCH_MARKER)
+  await writeFile(written, `${JSON.stringify(contents)}\n`)
+  await rename(written, join(dest, FETCH_MARKER))
 }
 
 /**
@@ -174,7 +189,8 @@ const inPool = async <T>(items: readonly T[], limit: number, work: (item: T) => 
  * its MANIFEST before anything is put in place: the copy goes to a staging folder inside the
  * destination (the destination is a volume; its parent may be a read-only root), and only a fully
  * verified copy replaces what was there. Throws FetchRefused naming each model, version and file
- * that does not check.
+ * that does not check. A fetch killed at any step leaves the destination to the next fetch: its
+ * staging folders are recognised and removed, and the marker stays in place through the swap.
  */
 export const fetchRepository = async (source: ModelSource, destination: string, options: FetchOptions): Promise<FetchResult> => {
   const dest = resolve(destination)
@@ -182,8 +198,12 @@ export const fetchRepository = async (source: ModelSource, destination: string, 
   await mkdir(dest, { recursive: true })
   // Never delete what someone else put there (a developer's ./models, a wrong mount).
   if (!(await isEmptyOrOurs(dest))) throw new FetchRefused(`${dest} is not empty and was not filled by a model fetch (no ${FETCH_MARKER}); refusing to replace it`)
+  // A killed fetch's staging: nobody else writes these names, and no other fetch runs on the volume at once.
+  for (const entry of await readdir(dest)) if (entry.startsWith(STAGING_PREFIX)) await rm(join(dest, entry), { recursive: true, force: true })
+  // The copy goes to staging/repository, so the marker written beside it cannot collide with a copied entry.
   const staging = join(dest, `${STAGING_PREFIX}${randomUUID()}`)
-  await mkdir(staging)
+  const incoming = join(staging, 'repository')
+  await mkdir(incoming, { recursive: true })
   try {
     const bounded = async <T>(what: string, step: Promise<T>): Promise<T> => {
       try {
@@ -196,22 +216,27 @@ export const fetchRepository = async (source: ModelSource, destination: string, 
     const files = await bounded(`listing ${source.description}`, source.list(signal))
     const unsafe = files.filter(unsafePath)
     if (unsafe.length > 0) throw new FetchRefused(`${source.description}: refusing paths that are not plain relative paths: ${unsafe.join(', ')}`)
+    const reserved = files.filter((file) => ownName(file.split('/')[0]))
+    if (reserved.length > 0) throw new FetchRefused(`${source.description}: refusing paths whose names the fetch keeps for itself: ${reserved.join(', ')}`)
     let bytes = 0
     await inPool(files, options.concurrency ?? 8, async (file) => {
-      const target = join(staging, ...file.split('/'))
+      const target = join(incoming, ...file.split('/'))
       await mkdir(dirname(target), { recursive: true })
       await bounded(`copying ${posix.join(source.description, file)}`, source.copy(file, target, signal))
-      bytes += (await stat(target)).size
+      const { size } = await stat(target)
+      bytes += size
     })
-    const { problems, models } = await verifyStaged(staging)
+    const { problems, models } = await verifyStaged(incoming)
     if (problems.length > 0) throw new FetchRefused(`model repository from ${source.description} does not verify; nothing was replaced:\n  ${problems.join('\n  ')}`)
-    // Verified: swap the contents in. Renames stay on the volume, so each is atomic.
-    for (const entry of await readdir(dest)) {
-      if (!entry.startsWith(STAGING_PREFIX)) await rm(join(dest, entry), { recursive: true, force: true })
-    }
-    for (const entry of await readdir(staging)) await rename(join(staging, entry), join(dest, entry))
+    // Verified: swap the contents in. The marker goes first and stays, so a kill mid-swap leaves
+    // contents the next fetch may replace; renames stay on the volume, so each is atomic.
     const result: FetchResult = { source: source.description, destination: dest, files: files.length, bytes, models }
-    await writeFile(join(dest, FETCH_MARKER), `${JSON.stringify({ ...result, fetched_at: new Date().toISOString() })}\n`)
+    await writeMarker(dest, staging, { state: 'replacing', source: source.description, started_at: new Date().toISOString() })
+    for (const entry of await readdir(dest)) {
+      if (!ownName(entry)) await rm(join(dest, entry), { recursive: true, force: true })
+    }
+    for (const entry of await readdir(incoming)) await rename(join(incoming, entry), join(dest, entry))
+    await writeMarker(dest, staging, { state: 'fetched', ...result, fetched_at: new Date().toISOString() })
     return result
   } finally {
     await rm(staging, { recursive: true, force: true })
