@@ -32,10 +32,12 @@ export interface Bindings {
   UPSTASH_REDIS_REST_TOKEN?: string
   /** Time budget for a feature-store read before defaults are used (default 25 ms). */
   FEATURE_TIMEOUT_MS?: string
-  /** Time budget for each other Redis call: rollout state, keys, history, normalization counts (default 200 ms). */
+  /** Time budget for each other Redis call: rollout state, keys, history, request and normalization counts (default 200 ms). */
   REDIS_TIMEOUT_MS?: string
   /** Longest time request counts wait in an isolate before they are flushed to Redis (default 1000 ms). */
   METRICS_FLUSH_MS?: string
+  /** Longest wait of a `/metrics` scrape for the backend's figures (weights, quality); past it they are left out (default 3000 ms). */
+  METRICS_SCRAPE_TIMEOUT_MS?: string
   /** Models whose served predictions are kept for feedback, comma-separated, or `*` for every model; unset keeps none. */
   FEEDBACK_MODELS?: string
   /** Seconds a served prediction waits for its label (default 2592000, 30 days). */

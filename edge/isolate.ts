@@ -13,7 +13,6 @@ import { HttpTransport } from './pipeline/forward/http-transport.ts'
 import { LambdaTransport } from './pipeline/forward/lambda-transport.ts'
 import type { ProtocolReader, Transport } from './pipeline/forward/transport.ts'
 import { ModelCatalog } from './pipeline/model/catalog.ts'
-import { MemoryNormalizationMetrics, type NormalizationMetrics, UpstashNormalizationMetrics } from './pipeline/normalize/metrics.ts'
 import { DEFAULT_METRICS_FLUSH_MS, RequestMetrics, UpstashTally } from './pipeline/request-metrics/store.ts'
 import { SlidingWindowLimiter, type RateLimiter } from './pipeline/rate-limit/sliding-window.ts'
 import { UpstashRateLimiter } from './pipeline/rate-limit/upstash-limiter.ts'
@@ -34,6 +33,8 @@ export const DEFAULT_FEATURE_TIMEOUT_MS = 25
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024
 export const DEFAULT_MAX_INSTANCES = 64
 export const DEFAULT_FEEDBACK_TTL_SECONDS = 30 * 24 * 3_600
+/** Under Prometheus's default 10 s scrape timeout, with room for the edge's own Redis reads. */
+export const DEFAULT_METRICS_SCRAPE_MS = 3_000
 
 /** The numbers and lists the bindings configure, parsed once per configuration. */
 export interface EdgeSettings {
@@ -48,6 +49,8 @@ export interface EdgeSettings {
   feedbackModels: ReadonlySet<string> | 'all'
   /** How long a served prediction waits for its label. */
   feedbackTtlSeconds: number
+  /** Longest wait of a `/metrics` scrape for what the backend must say (weights, quality). */
+  metricsScrapeMs: number
 }
 
 const positive = (raw: string | undefined, fallback: number, whole = false): number => {
@@ -64,6 +67,7 @@ export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => ({
   redisTimeoutMs: positive(env.REDIS_TIMEOUT_MS, DEFAULT_EDGE_REDIS_TIMEOUT_MS),
   feedbackModels: env.FEEDBACK_MODELS?.trim() === '*' ? 'all' : new Set((env.FEEDBACK_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean)),
   feedbackTtlSeconds: positive(env.FEEDBACK_TTL_SECONDS, DEFAULT_FEEDBACK_TTL_SECONDS, true),
+  metricsScrapeMs: positive(env.METRICS_SCRAPE_TIMEOUT_MS, DEFAULT_METRICS_SCRAPE_MS),
 })
 
 /** Everything that lives as long as an isolate and its configuration: what the pipeline talks to. */
@@ -86,9 +90,7 @@ export interface Isolate {
   /** The `API_KEYS` secret, then keys issued into Redis when it is configured. */
   keys: KeyStore
   features: FeatureReader
-  /** Input fixes per API key: shared through Redis when configured. */
-  normalization: NormalizationMetrics
-  /** Request and rollout-decision counts: summed in Redis when configured, else this isolate's. */
+  /** Request, normalization and rollout-decision counts: summed in Redis when configured, else this isolate's. */
   requestMetrics: RequestMetrics
   /** Served predictions awaiting labels, and the realized-quality and edge-failure counts: in Redis when configured. */
   groundTruth: GroundTruthStore
@@ -188,7 +190,6 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),
     keys: parts.keys ?? keysFrom(env, redis ? new UpstashKeyStore(redis, bounded) : undefined),
     features: parts.features ?? new CachedFeatureStore(store, { timeoutMs: settings.featureTimeoutMs }),
-    normalization: parts.normalization ?? (redis ? new UpstashNormalizationMetrics(redis, bounded) : new MemoryNormalizationMetrics()),
     requestMetrics,
     groundTruth,
     reroutes: parts.reroutes ?? new Reroutes(),

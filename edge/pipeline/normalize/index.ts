@@ -1,4 +1,3 @@
-import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
 import type { AuthVariables } from '../auth/index.ts'
 import { jsonBody } from '../body/json-body.ts'
@@ -17,26 +16,20 @@ export interface NormalizeVariables {
   normalizedFixes: number
 }
 
-type NormalizeNeeds = BodyVariables & AuthVariables & { model: PredictableModel; isolate: Pick<Isolate, 'normalization'> }
+type NormalizeNeeds = BodyVariables & AuthVariables & { model: PredictableModel; isolate: Pick<Isolate, 'requestMetrics'> }
 
 /**
  * Parses the JSON body (malformed → 400 with line, column and position), applies the repairs of
  * `normalizeBody` against the model's feature spec, and hands the result on as `body`, with the
  * fix count in `normalizedFixes` and `X-Input-Normalized`, and counted per API key in the
- * isolate's normalization metrics. Ambiguous values → 400 naming each field.
+ * request metrics (flushed with the request's own count). Ambiguous values → 400 naming each field.
  */
 export const normalize = (): Stage<NormalizeNeeds, NormalizeVariables> =>
   async function normalize(c, next) {
     const { body, fixes } = normalizeBody(jsonBody(c.get('bodyText')), c.get('model').spec)
     c.set('body', body)
     c.set('normalizedFixes', fixes)
-    if (fixes > 0) {
-      const caller = c.get('caller').name
-      // Counting must neither delay nor fail the request it counts.
-      inBackground(c, c.get('isolate').normalization.record(caller, fixes).catch((err: unknown) => {
-        console.log(JSON.stringify({ level: 'warn', msg: 'normalization fixes not counted', key: caller, error: err instanceof Error ? err.message : String(err) }))
-      }))
-    }
+    if (fixes > 0) c.get('isolate').requestMetrics.normalized(c.get('caller').name, fixes)
     await next()
     // Problems from later stages carry it too: client bugs show best next to the 400 they cause.
     c.res.headers.set(INPUT_NORMALIZED_HEADER, String(fixes))

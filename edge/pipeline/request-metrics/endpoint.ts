@@ -1,3 +1,4 @@
+import { within } from '../../../shared/upstash-client.ts'
 import type { Isolate } from '../../isolate.ts'
 import { defaultRollout } from '../../rollout/store.ts'
 import { normalizationExposition } from '../normalize/metrics.ts'
@@ -7,36 +8,48 @@ import { type ArmWeight, countedModels, requestMetricsExposition } from './expos
 import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../../quality/exposition.ts'
 import { modelQuality } from '../../quality/quality-routes.ts'
 
-type MetricsNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'requestMetrics' | 'normalization' | 'rollouts' | 'catalog' | 'transport' | 'groundTruth' | 'drift' | 'settings'> }
+type MetricsNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'requestMetrics' | 'rollouts' | 'catalog' | 'transport' | 'groundTruth' | 'drift' | 'settings'> }
 
-/** Quality of every model with feedback on that the weights name; a model whose figures cannot be read is left out of this scrape. */
-const qualityOf = async (isolate: MetricsNeeds['isolate'], weights: readonly ArmWeight[], requestId: string) => {
+/** Settles as `work` does, or as undefined once `at` (epoch ms) has passed: a figure not known by then is left out. */
+const before = <T>(work: Promise<T>, at: number): Promise<T | undefined> => within(work, Math.max(0, at - Date.now())).catch(() => undefined)
+
+/** Quality of every model with feedback on that the weights name; a model whose figures cannot be read in time is left out of this scrape. */
+const qualityOf = async (isolate: MetricsNeeds['isolate'], weights: readonly ArmWeight[], requestId: string, until: number) => {
   const { feedbackModels } = isolate.settings
   const models = [...new Set(weights.map((w) => w.model))].filter((m) => feedbackModels === 'all' || feedbackModels.has(m))
-  const settled = await Promise.allSettled(models.map((model) => modelQuality(isolate, model, SCRAPE_WINDOW_MINUTES, requestId)))
-  return settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
+  const settled = await Promise.all(models.map((model) => before(modelQuality(isolate, model, SCRAPE_WINDOW_MINUTES, requestId), until)))
+  return settled.filter((q) => q !== undefined)
 }
 
 /**
- * Every arm's weight of every model the backend lists (when it cannot, of the models the counts
- * name): stored rollouts as stored, others as the default rollout the route would use. A model
- * whose state cannot be read is left out of this scrape, not the others.
+ * Every arm's weight of every model the backend lists (when it cannot within half the scrape's
+ * budget, of the models the counts name): stored rollouts as stored, others as the default
+ * rollout the route would use. A model whose state cannot be read in time is left out of this
+ * scrape, not the others.
  */
-const armWeights = async ({ rollouts, catalog, transport }: MetricsNeeds['isolate'], requestId: string, counted: string[]): Promise<ArmWeight[]> => {
-  const models = await transport.models(requestId).catch(() => counted)
-  const settled = await Promise.allSettled(models.map(async (model) => {
+const armWeights = async ({ rollouts, catalog, transport }: MetricsNeeds['isolate'], requestId: string, counted: string[], listBy: number, until: number): Promise<ArmWeight[]> => {
+  const models = (await before(transport.models(requestId), listBy)) ?? counted
+  const settled = await Promise.all(models.map((model) => before((async () => {
     const rollout = (await rollouts.get(model))?.rollout ?? defaultRollout(await catalog.describe(model, requestId))
     return rollout.arms.map((arm) => ({ model, version: arm.version, arm: arm.variant, weight: arm.weight }))
-  }))
-  return settled.flatMap((s) => (s.status === 'fulfilled' ? s.value : []))
+  })(), until)))
+  return settled.flatMap((arms) => arms ?? [])
 }
 
-/** `GET /metrics` (admins only): the edge's Prometheus text exposition. */
+/**
+ * `GET /metrics` (admins only): the edge's Prometheus text exposition. The edge's own counts are
+ * always in it; what needs the backend (weights of models without a stored rollout, quality) is
+ * waited for at most `metricsScrapeMs` in all, so a stalled backend cannot outlast the scrape
+ * timeout and take the edge's error counts with it during the very incident.
+ */
 export const metricsEndpoint = (): Responder<MetricsNeeds> =>
   async function metricsEndpoint(c) {
     const isolate = c.get('isolate')
-    const [normalization, tally] = await Promise.all([isolate.normalization.totals(), isolate.requestMetrics.totals()])
-    const weights = await armWeights(isolate, c.get('requestId'), countedModels(tally))
-    const quality = await qualityOf(isolate, weights, c.get('requestId'))
-    return c.body(normalizationExposition(normalization) + requestMetricsExposition(tally, weights) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+    const requestId = c.get('requestId')
+    const tally = await isolate.requestMetrics.totals()
+    const start = Date.now()
+    const until = start + isolate.settings.metricsScrapeMs
+    const weights = await armWeights(isolate, requestId, countedModels(tally), start + isolate.settings.metricsScrapeMs / 2, until)
+    const quality = await qualityOf(isolate, weights, requestId, until)
+    return c.body(normalizationExposition(tally) + requestMetricsExposition(tally, weights) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   }

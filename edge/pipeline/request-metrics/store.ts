@@ -1,5 +1,6 @@
 import type { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
+import { OutgoingWrite, applyOnce } from '../../../shared/write-once.ts'
 import { Problem } from '../../problem.ts'
 
 /** Upper bounds (seconds) of the request-duration histogram's buckets; one more bucket holds the rest (+Inf). */
@@ -33,6 +34,9 @@ export const SUM_US = 'sum_us'
 export const DECISIONS = 'decisions'
 export const FALLBACKS = 'canary_fallbacks'
 export const FEEDBACK = 'feedback'
+/** Per API key: requests whose input needed fixing, and the fixes applied. */
+export const NORMALIZED = 'normalized'
+export const NORMALIZATION_FIXES = 'normalization_fixes'
 
 export const field = (...parts: ReadonlyArray<string | number>): string => parts.join(SEPARATOR)
 export const fieldParts = (name: string): string[] => name.split(SEPARATOR)
@@ -45,7 +49,8 @@ const bucketOf = (seconds: number): number => {
 
 /** Where every isolate's deltas are summed: a Redis hash, when Upstash is configured. */
 export interface SharedTally {
-  add(deltas: Tally): Promise<void>
+  /** Adds `deltas` once per `writeId`, however often it is sent (shared/write-once.ts). */
+  add(writeId: string, deltas: Tally): Promise<void>
   read(): Promise<Tally>
 }
 
@@ -56,7 +61,7 @@ export interface UpstashTallyOptions {
   timeoutMs?: number
 }
 
-/** The hash `metrics:requests`: one HINCRBY per changed field, all in one pipelined round trip. */
+/** The hash `metrics:requests`: one HINCRBY per changed field, all in one script guarded by the write's id. */
 export class UpstashTally implements SharedTally {
   readonly #timeoutMs: number
 
@@ -64,10 +69,8 @@ export class UpstashTally implements SharedTally {
     this.#timeoutMs = timeoutMs
   }
 
-  async add(deltas: Tally): Promise<void> {
-    const pipeline = this.redis.pipeline()
-    for (const [name, delta] of deltas) pipeline.hincrby(REQUEST_METRICS_HASH, name, delta)
-    await within(pipeline.exec(), this.#timeoutMs)
+  async add(writeId: string, deltas: Tally): Promise<void> {
+    await applyOnce(this.redis, writeId, [...deltas].map(([name, delta]) => ['HINCRBY', REQUEST_METRICS_HASH, name, String(delta)]), { timeoutMs: this.#timeoutMs })
   }
 
   async read(): Promise<Tally> {
@@ -90,7 +93,7 @@ export interface RequestMetricsOptions {
   flushEveryMs?: number
   /** Changed fields at which a flush starts at once, without waiting for the interval (default 256). */
   flushAtFields?: number
-  /** Most changed fields held while flushes fail; deltas of new fields beyond it are dropped (default 4096). */
+  /** Most changed fields held in the isolate beside a write in doubt; deltas of new fields beyond it are dropped (default 4096). */
   maxPendingFields?: number
   now?: () => number
   sleep?: (ms: number) => Promise<void>
@@ -104,11 +107,17 @@ const add = (tally: Tally, name: string, delta: number): void => {
 }
 
 /**
- * The edge's request, canary-fallback, feedback and rollout-decision counts. Recording is synchronous and touches only the
- * isolate's memory: with Redis, the deltas go out in one pipelined batch at most every
- * `flushEveryMs` (sooner when many fields changed), in the background of a request, so Redis is
- * never on a request's path. A flush that fails or times out puts its deltas back for the next
- * one; an isolate evicted between flushes loses what it counted since the last one.
+ * The edge's request, canary-fallback, feedback, normalization and rollout-decision counts.
+ * Recording is synchronous and touches only the isolate's memory: with Redis, the deltas go out
+ * in one write at most every `flushEveryMs` (sooner when many fields changed), in the background
+ * of a request, so Redis is never on a request's path. Each write carries an id and applies once
+ * (shared/write-once.ts): one that fails or times out is in doubt and is sent again whole, with
+ * its id, before anything counted since goes out; an isolate evicted between flushes loses what
+ * it counted since the last one.
+ *
+ * Longest hold: a count starts out within `flushEveryMs` of being recorded, or, when a write is
+ * in flight then, as soon as that write is answered or times out (its Redis budget later), with
+ * no further request needed. Only a write in doubt (a failing Redis) holds counts longer.
  */
 export class RequestMetrics {
   readonly #shared: SharedTally | undefined
@@ -118,15 +127,20 @@ export class RequestMetrics {
   readonly #now: () => number
   readonly #sleep: (ms: number) => Promise<void>
   readonly #log: (line: string) => void
-  /** Without Redis, the totals; with it, what has not been flushed yet. */
+  /** Without Redis, the totals; with it, what has not been sent yet. */
   #counts: Tally = new Map()
+  readonly #outgoing = new OutgoingWrite<Tally>('edge-metrics')
   /** Models the catalog described, so refusals that name them keep the name (others are "other"). */
   readonly #models = new Set<string>()
   #lastFlushAt: number
   /** When the flush already waiting for the interval's end will run. */
   #trailingAt: number | undefined
   #flushing: Promise<void> | undefined
+  /** The flush that starts as the one in flight ends, for what was counted meanwhile. */
+  #queued: Promise<void> | undefined
   #failing = false
+  /** Deltas of new fields dropped at the bound since the last log line. */
+  #dropped = 0
 
   constructor({
     shared,
@@ -157,35 +171,41 @@ export class RequestMetrics {
   }
 
   request({ model, version, variant, code, servedBy, seconds }: RequestOutcome): void {
-    add(this.#counts, field(REQUESTS, model, version, variant, code, servedBy), 1)
-    add(this.#counts, field(BUCKET, model, version, variant, bucketOf(seconds)), 1)
-    add(this.#counts, field(SUM_US, model, version, variant), Math.round(seconds * 1e6))
+    this.#add(field(REQUESTS, model, version, variant, code, servedBy), 1)
+    this.#add(field(BUCKET, model, version, variant, bucketOf(seconds)), 1)
+    this.#add(field(SUM_US, model, version, variant), Math.round(seconds * 1e6))
   }
 
   /** A canary's failed call retried on stable: `version` is the canary's. */
   canaryFallback(model: string, version: string, reason: string): void {
-    add(this.#counts, field(FALLBACKS, model, version, reason), 1)
+    this.#add(field(FALLBACKS, model, version, reason), 1)
   }
 
   /** One feedback item and what became of it; `model` is "none" when no served record named one. */
   feedback(model: string, result: string): void {
-    add(this.#counts, field(FEEDBACK, model, result), 1)
+    this.#add(field(FEEDBACK, model, result), 1)
   }
 
   decision(model: string, action: string): void {
-    add(this.#counts, field(DECISIONS, model, action), 1)
+    this.#add(field(DECISIONS, model, action), 1)
+  }
+
+  /** A request of the API key named `keyName` whose input needed `fixes` fixes. */
+  normalized(keyName: string, fixes: number): void {
+    this.#add(field(NORMALIZED, keyName), 1)
+    this.#add(field(NORMALIZATION_FIXES, keyName), fixes)
   }
 
   /**
    * The flush these counts need, for the caller to run in the background (`waitUntil`): at once
-   * when many fields changed, else when the interval since the last flush is over. Undefined
-   * when none is needed or one is already on its way.
+   * when many fields changed, else when the interval since the last flush is over (after the
+   * flush in flight, if one is). Undefined when none is needed or one is already on its way.
    */
   flushDue(): Promise<void> | undefined {
-    if (!this.#shared || this.#counts.size === 0) return undefined
+    if (!this.#shared || (this.#counts.size === 0 && !this.#outgoing.inDoubt)) return undefined
     const dueAt = this.#lastFlushAt + this.#flushEveryMs
     const now = this.#now()
-    if (now >= dueAt || this.#counts.size >= this.#flushAtFields) return this.#flushing ? undefined : this.flush()
+    if (now >= dueAt || this.#counts.size >= this.#flushAtFields) return this.#queued ? undefined : this.flush()
     // One waiting flush per interval. Should the runtime drop it (an isolate evicted), the first
     // request after `dueAt` flushes itself: nothing waits on a timer that never fires.
     if (this.#trailingAt === dueAt) return undefined
@@ -193,20 +213,22 @@ export class RequestMetrics {
     return this.#sleep(dueAt - now).then(() => this.flush())
   }
 
-  /** Sends the deltas to Redis; never rejects (what does not land is kept for the next flush). */
+  /**
+   * Sends the write in doubt, if any, then the deltas counted since; never rejects (a write that
+   * is not answered stays in doubt for the next flush). Called while a flush is in flight, it
+   * runs once that one ends, so nothing counted meanwhile waits for a later request.
+   */
   flush(): Promise<void> {
-    if (this.#flushing) return this.#flushing
+    if (this.#flushing) {
+      return (this.#queued ??= this.#flushing.then(() => {
+        this.#queued = undefined
+        return this.flush()
+      }))
+    }
     const shared = this.#shared
-    if (!shared || this.#counts.size === 0) return Promise.resolve()
-    const batch = this.#counts
-    this.#counts = new Map()
+    if (!shared || (this.#counts.size === 0 && !this.#outgoing.inDoubt)) return Promise.resolve()
     this.#lastFlushAt = this.#now()
-    this.#flushing = shared.add(batch).then(
-      () => {
-        this.#failing = false
-      },
-      (err: unknown) => this.#keep(batch, err),
-    ).finally(() => {
+    this.#flushing = this.#send(shared).finally(() => {
       this.#flushing = undefined
     })
     return this.#flushing
@@ -220,16 +242,44 @@ export class RequestMetrics {
     return this.#shared.read()
   }
 
-  /** Puts a failed batch back under the pending deltas, as far as the bound allows. */
-  #keep(batch: Tally, err: unknown): void {
-    let dropped = 0
-    for (const [name, delta] of batch) {
-      if (this.#counts.has(name) || this.#counts.size < this.#maxPendingFields) add(this.#counts, name, delta)
-      else dropped++
+  #add(name: string, delta: number): void {
+    // Bounded only while counts wait for Redis: without it, these are the totals.
+    if (this.#shared && !this.#counts.has(name) && this.#counts.size >= this.#maxPendingFields) {
+      this.#dropped++
+      return
     }
-    // Once per outage, not once per flush.
-    if (!this.#failing || dropped > 0) {
-      this.#log(JSON.stringify({ level: 'warn', msg: 'request metrics not flushed to Redis; kept for the next flush', fields: batch.size, dropped_fields: dropped, error: err instanceof Error ? err.message : String(err) }))
+    add(this.#counts, name, delta)
+  }
+
+  /** A write resent after a doubt goes alone; once it is answered, what was counted since follows in the same flush. */
+  async #send(shared: SharedTally): Promise<void> {
+    for (let resend = this.#outgoing.inDoubt; ; resend = false) {
+      const write = this.#outgoing.next(() => this.#take())
+      if (write === undefined) return
+      try {
+        await shared.add(write.id, write.payload)
+      } catch (err) {
+        this.#inDoubt(write.payload, err)
+        return
+      }
+      this.#outgoing.settled()
+      this.#failing = false
+      if (!resend) return
+    }
+  }
+
+  #take(): Tally | undefined {
+    if (this.#counts.size === 0) return undefined
+    const batch = this.#counts
+    this.#counts = new Map()
+    return batch
+  }
+
+  #inDoubt(batch: Tally, err: unknown): void {
+    // Once per outage, not once per flush, unless counts were dropped since.
+    if (!this.#failing || this.#dropped > 0) {
+      this.#log(JSON.stringify({ level: 'warn', msg: 'request metrics not flushed to Redis; the write is resent whole, with its id, at the next flush', fields: batch.size, held_fields: this.#counts.size, dropped_fields: this.#dropped, error: err instanceof Error ? err.message : String(err) }))
+      this.#dropped = 0
     }
     this.#failing = true
   }

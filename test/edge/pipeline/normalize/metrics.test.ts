@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
-import { createIsolate } from '../../../../edge/isolate.ts'
-import { UpstashNormalizationMetrics, normalizationExposition } from '../../../../edge/pipeline/normalize/metrics.ts'
+import { normalizationExposition } from '../../../../edge/pipeline/normalize/metrics.ts'
+import { NORMALIZED, REQUEST_METRICS_HASH, type Tally, field } from '../../../../edge/pipeline/request-metrics/store.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
@@ -13,6 +13,9 @@ const TOKEN = 'normalization-metrics-test-token-01'
 let backend: BackendProcess
 let upstash: UpstashRedis
 const keys = { web: generateApiKey('test'), ios: generateApiKey('test'), ops: generateApiKey('test') }
+/** Key names that are also properties of every plain object. */
+const BUILT_IN_NAMES = ['constructor', 'toString', 'valueOf', 'hasOwnProperty'] as const
+const builtIns = Object.fromEntries(BUILT_IN_NAMES.map((name) => [name, generateApiKey('test')]))
 let store: MemoryKeyStore
 
 const instance = (i: number) => {
@@ -38,6 +41,7 @@ beforeAll(async () => {
     { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 1000 },
     { name: 'ios', hash: await hashApiKey(keys.ios), scopes: ['predict'], rate_limit_per_minute: 1000 },
     { name: 'ops', hash: await hashApiKey(keys.ops), scopes: ['admin'], rate_limit_per_minute: 1000 },
+    ...(await Promise.all(BUILT_IN_NAMES.map(async (name) => ({ name, hash: await hashApiKey(builtIns[name]), scopes: ['predict' as const], rate_limit_per_minute: 1000 })))),
   ])
 })
 
@@ -66,6 +70,19 @@ describe('input fixes counted per API key', () => {
     expect((await metrics('')).status).toBe(401)
   })
 
+  it('counts keys named like built-in object properties as any other key, and touches no built-in object', async () => {
+    const { predict, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
+    for (const name of BUILT_IN_NAMES) expect((await predict(builtIns[name], { instances: [sloppy(1)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    const text = await (await metrics()).text()
+    for (const name of BUILT_IN_NAMES) {
+      expect(text).toContain(`edge_input_normalized_requests_total{key="${name}"} 1\n`)
+      expect(text).toContain(`edge_input_normalization_fixes_total{key="${name}"} 3\n`)
+    }
+    expect(Object.prototype).not.toHaveProperty('requests')
+    expect(Object).not.toHaveProperty('requests')
+    expect(String(Object.prototype.toString)).toContain('[native code]')
+  })
+
   it('adds every isolate\'s counts up in Redis when Upstash is configured', async () => {
     const env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64', UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }
     // Two apps with their own services stand for two isolates.
@@ -73,11 +90,11 @@ describe('input fixes counted per API key', () => {
     const second = appWith(env)
     expect((await first.predict(keys.web, { instances: [sloppy(4)], entity: { user_id: 'u-1' } })).status).toBe(200)
     expect((await second.predict(keys.web, { instances: [sloppy(5)], entity: { user_id: 'u-1' } })).status).toBe(200)
-    const shared = new UpstashNormalizationMetrics(upstash.client)
-    // Recording runs after the response (waitUntil); wait for it rather than for time.
-    for (let i = 0; i < 100 && (await shared.totals()).web?.requests !== 2; i++) await new Promise((r) => setTimeout(r, 20))
-    expect(await shared.totals()).toEqual({ web: { requests: 2, fixes: 6 } })
-    expect(await (await second.metrics()).text()).toContain(normalizationExposition({ web: { requests: 2, fixes: 6 } }))
-    expect(createIsolate(env).normalization).toBeInstanceOf(UpstashNormalizationMetrics)
+    // The counts go out with the request counts, within the flush interval; wait for them rather than for time.
+    const counted = async () => Number(await upstash.client.hget(REQUEST_METRICS_HASH, field(NORMALIZED, 'web')))
+    for (let i = 0; i < 250 && (await counted()) !== 2; i++) await new Promise((r) => setTimeout(r, 20))
+    expect(await counted()).toBe(2)
+    const both: Tally = new Map([[field(NORMALIZED, 'web'), 2], ['normalization_fixes web', 6]])
+    expect(await (await second.metrics()).text()).toContain(normalizationExposition(both))
   })
 })

@@ -3,15 +3,25 @@ import { requestMetricsExposition } from '../../../../edge/pipeline/request-metr
 import { RequestMetrics, type SharedTally, type Tally } from '../../../../edge/pipeline/request-metrics/store.ts'
 import { samplesOf, total } from './samples.ts'
 
-/** A shared tally in memory that refuses while `down`: Redis's part, without the network. */
+/** A shared tally in memory that refuses while `down`, applying each write id once: Redis's part, without the network. */
 class FlakyTally implements SharedTally {
   readonly sums: Tally = new Map()
+  readonly ids: string[] = []
+  readonly applied = new Set<string>()
   down = false
   batches = 0
+  /** When set, the next write waits for this before it is applied and answered. */
+  gate: Promise<void> | undefined
 
-  async add(deltas: Tally): Promise<void> {
+  async add(writeId: string, deltas: Tally): Promise<void> {
     this.batches++
+    this.ids.push(writeId)
+    const gate = this.gate
+    this.gate = undefined
+    if (gate) await gate
     if (this.down) throw new Error('redis down')
+    if (this.applied.has(writeId)) return
+    this.applied.add(writeId)
     for (const [name, delta] of deltas) this.sums.set(name, (this.sums.get(name) ?? 0) + delta)
   }
 
@@ -21,6 +31,9 @@ class FlakyTally implements SharedTally {
 }
 
 const ok = (seconds = 0.02) => ({ model: 'credit-risk', version: '2', variant: 'stable', code: 200, servedBy: 'backend' as const, seconds })
+
+/** Lets every promise callback already due run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve))
 
 /** A clock the test moves, and sleeps that resolve only when the test says. */
 const manualTime = () => {
@@ -98,17 +111,65 @@ describe('RequestMetrics', () => {
     expect(totals.get('sum_us credit-risk 2 stable')).toBe(40_000)
   })
 
-  it('holds at most maxPendingFields while Redis is down, dropping (and saying so) deltas of new fields beyond it', async () => {
+  it('resends a failed write whole with its id, and holds at most maxPendingFields beside it, dropping (and saying so) deltas of new fields beyond it', async () => {
     const shared = new FlakyTally()
     const lines: string[] = []
     const metrics = new RequestMetrics({ shared, maxPendingFields: 4, log: (line) => lines.push(line) })
     shared.down = true
     metrics.request(ok())
+    await metrics.flush()
+    // Beside the write in doubt (3 fields): 3 new fields, then 1 of the next 3, then only known ones.
+    metrics.request({ ...ok(), variant: 'canary' })
+    metrics.request({ ...ok(), variant: 'blue' })
     metrics.request({ ...ok(), variant: 'canary' })
     await metrics.flush()
-    expect(JSON.parse(lines[0])).toMatchObject({ fields: 6, dropped_fields: 2 })
+    expect(JSON.parse(lines[1])).toMatchObject({ fields: 3, held_fields: 4, dropped_fields: 2 })
     shared.down = false
-    expect((await metrics.totals()).size).toBe(4)
+    await metrics.flush()
+    // The write in doubt went out with its first id, then what was held, in the same flush.
+    expect(shared.ids.slice(0, 3)).toEqual([shared.ids[0], shared.ids[0], shared.ids[0]])
+    expect(shared.ids).toHaveLength(4)
+    expect(shared.sums.get('requests credit-risk 2 stable 200 backend')).toBe(1)
+    expect(shared.sums.get('requests credit-risk 2 canary 200 backend')).toBe(2)
+    expect(shared.sums.get('requests credit-risk 2 blue 200 backend')).toBe(1)
+    expect(shared.sums.size).toBe(7)
+  })
+
+  it('sends a count recorded while a write is in flight as soon as that write ends, with no further request', async () => {
+    const time = manualTime()
+    const shared = new FlakyTally()
+    const metrics = new RequestMetrics({ shared, flushEveryMs: 100, now: time.now, sleep: time.sleep, log: () => {} })
+    let answer = () => {}
+    shared.gate = new Promise<void>((resolve) => (answer = resolve))
+    metrics.request(ok())
+    const first = metrics.flushDue()
+    time.advance(100)
+    time.sleeping[0].wake()
+    await settle()
+    expect(shared.batches).toBe(1)
+    // The first write is in flight; the second count's interval ends while it still is.
+    time.advance(50)
+    metrics.request(ok())
+    const second = metrics.flushDue()
+    time.advance(50)
+    time.sleeping[1].wake()
+    await settle()
+    answer()
+    await Promise.all([first, second])
+    expect(shared.batches).toBe(2)
+    expect(shared.sums.get('requests credit-risk 2 stable 200 backend')).toBe(2)
+    // And a count recorded after the interval while a write is in flight starts its own flush too.
+    shared.gate = new Promise<void>((resolve) => (answer = resolve))
+    metrics.request(ok())
+    time.advance(100)
+    const third = metrics.flush()
+    metrics.request(ok())
+    time.advance(100)
+    const fourth = metrics.flushDue()
+    expect(fourth).toBeDefined()
+    answer()
+    await Promise.all([third, fourth])
+    expect(shared.sums.get('requests credit-risk 2 stable 200 backend')).toBe(4)
   })
 })
 
