@@ -8,6 +8,7 @@ import { notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
 import { auth } from './pipeline/auth/index.ts'
 import { requireJson } from './pipeline/body/index.ts'
+import { discardUnreadBody } from './pipeline/body/discard.ts'
 import { cors } from './pipeline/cors/index.ts'
 import { enrich } from './pipeline/enrich/index.ts'
 import { forward } from './pipeline/forward/index.ts'
@@ -61,14 +62,18 @@ const apiSecureHeaders = (): Stage<object> =>
   })
 
 /**
- * The edge worker's route table. Every request passes isolate → request id → trace context →
- * request log → request metrics → CORS → secure headers → body checks; each route then adds its
- * stages, and predict runs the whole pipeline of DESIGN's request path: auth → rate limit →
- * model → normalize → validate → enrich → route → forward → respond. Every failure leaves
- * through `onError`.
+ * The edge worker's route table. Every request passes the unread-body drop (on its way out) →
+ * isolate → request id → trace context → request log → request metrics → CORS → secure headers;
+ * each route then adds its stages, and predict runs the whole pipeline of DESIGN's request path:
+ * auth → rate limit → body checks → model → normalize → validate → enrich → route → forward →
+ * respond. A route is found and the key checked before a body is read: a POST to a path without
+ * one is 404 or 405, not 415, and a caller without a key costs no body read (the drop reads
+ * without keeping or parsing).
+ * Every failure leaves through `onError`.
  */
 export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsolate(env, parts)), log }: EdgeAppOptions = {}) => {
   const everyRequest = Pipeline.begin()
+    .then(discardUnreadBody())
     .then(isolate({ isolateFor }))
     .then(requestId())
     .then(traceContext())
@@ -82,12 +87,12 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
       maxAge: 600,
     }))
     .then(apiSecureHeaders())
-    .then(requireJson())
   const callers = everyRequest.then(auth({ scope: 'predict' }), 'auth').then(rateLimit(), 'rate_limit')
   const admins = everyRequest.then(auth({ scope: 'admin' }), 'auth').then(rateLimit(), 'rate_limit')
   const labellers = everyRequest.then(auth({ scope: 'feedback' }), 'auth').then(rateLimit(), 'rate_limit')
-  const tensors = callers.then(model(), 'model').then(route(), 'route')
+  const tensors = callers.then(requireJson()).then(model(), 'model').then(route(), 'route')
   const predictions = callers
+    .then(requireJson())
     .then(predictModel(), 'model')
     .then(normalize(), 'normalize')
     .then(validate(), 'validate')
@@ -109,7 +114,10 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
   app.route('/', driftRoutes())
   app.route('/', qualityRoutes())
   app.use('/v1/feedback', ...labellers.since(everyRequest))
+  // The body is checked on the routes that take one, once routing and the key have let the request in.
+  mount(app, 'POST', '/v1/feedback', labellers.then(requireJson()).since(labellers))
   app.route('/', feedbackRoutes())
+  mount(app, 'PUT', '/v1/models/:model/rollout', admins.then(requireJson()).since(admins))
   app.route('/', rolloutRoutes())
   app.route('/', backendStatsRoutes())
   // The operator console's page needs no key; it asks for an admin key and calls the routes above.

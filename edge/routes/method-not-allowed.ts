@@ -5,7 +5,8 @@ import { Problem } from '../problem.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 
 /**
- * Each path of a route table with the methods it answers, in the order they were added; HEAD
+ * Each path of a route table with the methods it answers, in alphabetical order (not the order
+ * they were added: a body check mounted ahead of a route's handler adds its method first); HEAD
  * with GET, since Hono answers it from the GET route.
  */
 export const allowedMethods = (routes: readonly RouterRoute[]): Map<string, string[]> => {
@@ -18,7 +19,7 @@ export const allowedMethods = (routes: readonly RouterRoute[]): Map<string, stri
     if (method === 'GET') methods.add('HEAD')
     byPath.set(path, methods)
   }
-  return new Map([...byPath].map(([path, methods]) => [path, [...methods]]))
+  return new Map([...byPath].map(([path, methods]) => [path, [...methods].sort()]))
 }
 
 export interface MethodNotAllowedOptions {

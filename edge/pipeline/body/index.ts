@@ -16,18 +16,16 @@ const isJson = (type: string) => /^application\/json\s*(;|$)/i.test(type.trim())
 /**
  * Refuses what is not a JSON body of acceptable size before anything parses it: 413 past the
  * limit (declared, or counted while the body streams in), 415 for other media types or content
- * codings; the limit is the isolate's `MAX_BODY_BYTES`. The body is read here, once, and handed on as `bodyText`. A client that goes away
- * before its body has arrived gets 499 (client-closed): logged as its doing, not the edge's.
+ * codings; the limit is the isolate's `MAX_BODY_BYTES`. Mounted on the routes that take a body,
+ * after auth and the rate limit. The body is read here, once, and handed on as `bodyText`; what a
+ * refusal leaves unread is dropped by `discardUnreadBody`. A client that goes away before its body
+ * has arrived gets 499 (client-closed): logged as its doing, not the edge's.
  */
 export const requireJson = (): Stage<BodyNeeds, BodyVariables> =>
   async function requireJson(c, next) {
-    if (c.req.method !== 'POST' && c.req.method !== 'PUT') return next()
     const { maxBodyBytes: maxBytes } = c.get('isolate').settings
     const declared = c.req.header('content-length')
     if (declared !== undefined && Number(declared) > maxBytes) {
-      // None of it will be read: cancelling says so. Under `wrangler dev` an untouched body kept its
-      // proxy from passing the 413 on until the whole declared length had been uploaded.
-      await c.req.raw.body?.cancel().catch(() => {})
       throw new Problem(413, 'Payload Too Large', `request body is ${declared} bytes; the limit is ${maxBytes}`)
     }
     const type = c.req.header('content-type') ?? ''

@@ -18,24 +18,14 @@ export class BodyAborted extends Error {
 const decoder = new TextDecoder()
 
 /**
- * How much of an oversized chunked body is still read (and dropped) before the stream is
- * cancelled, as a multiple of the limit (16 MiB at the default 256 KiB). Leaving the rest unread,
- * cancelled or not, broke the next request under `wrangler dev`: its proxy answered "worker
- * restarted mid-request" (503) to whoever came next. Reading on to the end keeps it usable; the
- * cap keeps an endless upload from holding the request open (past it, the next local request may
- * still see that 503; Cloudflare's edge has no such proxy and caps bodies itself).
- */
-const DRAIN_FACTOR = 64
-
-/**
  * Reads a request body as UTF-8 text (a leading BOM dropped, invalid bytes replaced, as
  * `Request.text()` does), never more than `maxBytes`:
  * - with a declared Content-Length (checked against the limit before this is called) the
  *   runtime reads it in one go: in workerd that is native code, several times cheaper than a
  *   reader loop in JavaScript; the length is checked again, in case it was declared falsely;
  * - without one (chunked uploads) bytes are counted as they arrive, and a body past the limit is
- *   refused: nothing beyond the limit is kept, the rest is read and dropped up to `DRAIN_FACTOR`
- *   times the limit, then the stream is cancelled. In Node this loop is also cheaper than
+ *   refused: nothing beyond the limit is kept, and the stream is released unfinished for
+ *   `discardUnreadBody` to drop the rest. In Node this loop is also cheaper than
  *   `Request.text()`'s own promise chain.
  * A stream that fails on the way is `BodyAborted`.
  */
@@ -62,25 +52,12 @@ const readWithin = async (request: Request, stream: ReadableStream<Uint8Array>, 
     if (done) break
     bytes += value.byteLength
     if (bytes > maxBytes) {
-      await drain(reader, bytes, maxBytes * DRAIN_FACTOR)
+      reader.releaseLock()
       throw new BodyTooLarge(maxBytes)
     }
     chunks.push(value)
   }
   return decoder.decode(chunks.length === 1 ? chunks[0] : concat(chunks, bytes))
-}
-
-/** Reads and drops the rest of a stream, cancelling it if more than `cap` bytes arrive in all. */
-const drain = async (reader: ReadableStreamDefaultReader<Uint8Array>, read: number, cap: number): Promise<void> => {
-  for (let bytes = read; ; ) {
-    if (bytes > cap) {
-      await reader.cancel().catch(() => {})
-      return
-    }
-    const { done, value } = await reader.read()
-    if (done) return
-    bytes += value.byteLength
-  }
 }
 
 const concat = (chunks: readonly Uint8Array[], bytes: number): Uint8Array => {

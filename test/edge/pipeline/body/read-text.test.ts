@@ -44,22 +44,15 @@ describe('readBodyText', () => {
     expect(await readBodyText(request, 10)).toBe('1234567890')
   })
 
-  it('refuses a body past the limit and reads the rest to its end, so the connection stays usable', async () => {
+  it('refuses a body past the limit, keeps nothing past it and leaves the rest unread for discardUnreadBody', async () => {
     const { request, pulled, cancelled } = streamed(Array.from({ length: 8 }, () => bytes('x'.repeat(10))))
     const refused = await readBodyText(request, 25).catch((err: unknown) => err)
     expect(refused).toBeInstanceOf(BodyTooLarge)
     expect((refused as BodyTooLarge).message).toBe('request body exceeds 25 bytes')
-    expect(pulled()).toBe(8)
+    // Three chunks reach past 25 bytes; the stream may have pulled one ahead.
+    expect(pulled()).toBeLessThanOrEqual(4)
     expect(cancelled()).toBe(false)
-  })
-
-  it('cancels an oversized body once 64 times the limit has been read', async () => {
-    const { request, pulled, cancelled } = streamed(Array.from({ length: 1_000 }, () => bytes('x'.repeat(10))))
-    expect(await readBodyText(request, 25).catch((err: unknown) => err)).toBeInstanceOf(BodyTooLarge)
-    expect(cancelled()).toBe(true)
-    // 64 × 25 bytes and the chunk that passed it, plus what the stream pulled ahead.
-    expect(pulled()).toBeGreaterThanOrEqual(161)
-    expect(pulled()).toBeLessThanOrEqual(163)
+    expect(request.body!.locked).toBe(false)
   })
 
   it('reads a body with a declared length in one go, and still refuses one longer than the limit', async () => {

@@ -1,19 +1,22 @@
 import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 
 // Bodies that are not what they claim, sent byte for byte to the bundled worker in real workerd
 // (what production runs; `wrangler dev` puts its own proxy in front, see README local-dev notes).
-// Everything here is refused by requireJson, before auth or routing, so no backend is needed.
+// Everything here is refused by auth or requireJson, before the model is looked up, so no backend is needed.
 
 const PREDICT = '/v1/models/credit-risk/predict'
 /** Bounds for "promptly": far above what any of these takes, far below the 10 s the client waited. */
 const PROMPT_MS = 5_000
+const KEY = generateApiKey('test')
 
 let worker: RunningWorker
 
 beforeAll(async () => {
-  worker = await startWorker({ BACKEND_URL: 'http://127.0.0.1:9', MAX_BODY_BYTES: '262144' })
+  const entry = { name: 'web', hash: await hashApiKey(KEY), scopes: ['predict'], rate_limit_per_minute: 600 }
+  worker = await startWorker({ BACKEND_URL: 'http://127.0.0.1:9', MAX_BODY_BYTES: '262144', API_KEYS: JSON.stringify([entry]) })
 })
 
 afterAll(async () => {
@@ -52,8 +55,9 @@ const responseOn = (socket: Socket): Promise<RawResponse> =>
     socket.once('close', () => reject(new Error(`connection closed before a response; got ${JSON.stringify(received.toString('latin1'))}`)))
   })
 
+/** A predict request's head, with the key: what follows is for the body checks to judge. */
 const requestHead = (headers: Record<string, string>) =>
-  `POST ${PREDICT} HTTP/1.1\r\nhost: edge.test\r\ncontent-type: application/json\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`
+  `POST ${PREDICT} HTTP/1.1\r\nhost: edge.test\r\ncontent-type: application/json\r\nx-api-key: ${KEY}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`
 
 /** A well-formed request on a fresh connection: the worker still answers normally (401: no key). */
 const nextRequestIsFine = async () => {
@@ -105,11 +109,28 @@ describe('in workerd', () => {
       const refused = await responseOn(socket)
       expect(refused.status).toBe(413)
       const body = '{"instances":[{}]}'
-      socket.write(`${requestHead({ 'content-length': String(body.length) })}${body}`)
+      socket.write(`POST ${PREDICT} HTTP/1.1\r\nhost: edge.test\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
       expect((await responseOn(socket)).status).toBe(401)
     } finally {
       socket.destroy()
     }
+  })
+
+  // Node's fetch (undici) writes the whole body before it reads: an answer sent on a connection
+  // closed under its upload reaches it as EPIPE ("fetch failed"), not as the answer.
+  it('lets a client that writes its whole body first read the 413 for a body past the limit', async () => {
+    const res = await fetch(`${worker.url}${PREDICT}`, {
+      method: 'POST', body: `{"instances":[${' '.repeat(4 * 1024 * 1024)}]}`, headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    })
+    expect(res.status).toBe(413)
+    expect(await res.json()).toMatchObject({ status: 413, title: 'Payload Too Large' })
+    await nextRequestIsFine()
+  })
+
+  it('lets a client without a key that writes its whole body first read the 401', async () => {
+    const res = await fetch(`${worker.url}${PREDICT}`, { method: 'POST', body: ' '.repeat(4 * 1024 * 1024), headers: { 'content-type': 'text/plain' } })
+    expect(res.status).toBe(401)
+    expect(await res.json()).toMatchObject({ status: 401, title: 'Unauthorized' })
   })
 
   for (const [what, send] of [
