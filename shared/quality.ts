@@ -51,19 +51,27 @@ export const rowLogLoss = (p: number, positive: boolean): number => {
   return -Math.log(positive ? q : 1 - q)
 }
 
+const edgeIndex = (edges: readonly number[], threshold: number): number => edges.findIndex((e) => Math.abs(e - threshold) <= EDGE_TOLERANCE)
+
+/** Whether binned accuracy can classify by `threshold`: only a bin edge splits the rows exactly. */
+export const onBinEdge = (edges: readonly number[], threshold: number): boolean => edgeIndex(edges, threshold) >= 0
+
 /** First bin predicted positive: the one whose lower edge is the threshold. */
 const firstPositiveBin = (edges: readonly number[], threshold: number): number => {
-  const i = edges.findIndex((e) => Math.abs(e - threshold) <= EDGE_TOLERANCE)
+  const i = edgeIndex(edges, threshold)
   if (i < 0) throw new RangeError(`threshold ${threshold} is not a prediction bin edge, so binned accuracy cannot classify by it`)
   return i + 1
 }
 
 const midpoint = (edges: readonly number[], i: number): number => ((i === 0 ? 0 : edges[i - 1]) + (i === edges.length ? 1 : edges[i])) / 2
 
-/** Quality figures from per-bin counts; every figure is null for an empty window, AUC also without both classes. */
+/**
+ * Quality figures from per-bin counts; every figure is null for an empty window, AUC also without
+ * both classes, accuracy also for a `null` threshold (one no bin edge matches).
+ */
 export const binnedQuality = (
   edges: readonly number[],
-  threshold: number | undefined,
+  threshold: number | undefined | null,
   bins: readonly QualityBin[],
   options: QualityOptions = {},
 ): QualityFigures => {
@@ -77,7 +85,7 @@ export const binnedQuality = (
       throw new RangeError(`bin ${i} has ${positives} positives of ${rows} rows, not 0 ≤ positives ≤ rows`)
     }
   })
-  const positiveFrom = firstPositiveBin(edges, threshold ?? 0.5)
+  const positiveFrom = threshold === null ? undefined : firstPositiveBin(edges, threshold ?? 0.5)
   let n = 0
   let positives = 0
   let correct = 0
@@ -89,7 +97,7 @@ export const binnedQuality = (
     const negatives = bin.rows - bin.positives
     n += bin.rows
     positives += bin.positives
-    correct += i >= positiveFrom ? bin.positives : negatives
+    if (positiveFrom !== undefined) correct += i >= positiveFrom ? bin.positives : negatives
     ranked += bin.positives * (negativesBelow + negatives / 2)
     negativesBelow += negatives
     if (bin.rows === 0) return
@@ -102,7 +110,7 @@ export const binnedQuality = (
   const logLoss = logLossSum ?? (meanProbability === undefined ? undefined : expectedLogLoss)
   return {
     labels: n,
-    accuracy: correct / n,
+    accuracy: positiveFrom === undefined ? null : correct / n,
     roc_auc: positives > 0 && negatives > 0 ? ranked / (positives * negatives) : null,
     log_loss: logLoss === undefined ? null : logLoss / n,
     ece: calibrationGap / n,

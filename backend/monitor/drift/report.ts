@@ -1,6 +1,6 @@
 import type { ControllerDriftReport, DriftWindow, Verdict } from '../../../shared/drift/report.ts'
 import { binnedKs, binnedWasserstein, chiSquare, jensenShannonDistance, meanShift, psi, type MeanShift, type Moments } from '../../../shared/drift/statistics.ts'
-import { binnedQuality, type QualityFigures } from '../../../shared/quality.ts'
+import { binnedQuality, onBinEdge, type QualityFigures } from '../../../shared/quality.ts'
 import { PREDICTION_LOGIT_BOUND, clampedLogit, psiReference, type DriftThresholds, type EffectThresholds } from './baseline-format.ts'
 import type { ClampedSums, DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
@@ -263,7 +263,9 @@ export const estimatedQuality = (baseline: PredictionBaseline, threshold: number
   const { positives, mean_probability: meanProbability } = baseline.calibration
   // A bin the reference never reached has no calibration: its mean score is the best guess.
   const bins = counts.map((rows, i) => ({ rows, positives: rows * (baseline.counts[i] > 0 ? positives[i] / baseline.counts[i] : meanProbability[i]) }))
-  return binnedQuality(baseline.edges, threshold, bins, { meanProbability })
+  // A threshold between bin edges leaves the binned accuracy unknown, not the rest of the report.
+  const classifiable = threshold === undefined || onBinEdge(baseline.edges, threshold)
+  return binnedQuality(baseline.edges, classifiable ? threshold : null, bins, { meanProbability })
 }
 
 /**
