@@ -2,13 +2,15 @@ import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { API_KEYS_HASH } from '../../edge/pipeline/auth/upstash-key-store.ts'
 import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/pipeline/auth/api-key.ts'
+import { KeyConfigError, parseApiKeys } from '../../edge/pipeline/auth/key-store.ts'
 
 /**
  * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json] [--redis]`
  *
  * Creates an API key: prints the key once (it is stored nowhere) and the entry to add to the
  * `API_KEYS` secret, which holds only the key's SHA-256 hash. With `--redis` the entry is written
- * to the Redis the edge shares (UPSTASH_REDIS_REST_URL / _TOKEN) instead, live without a redeploy.
+ * to the Redis the edge shares (UPSTASH_REDIS_REST_URL / _TOKEN) instead, live without a redeploy;
+ * a name that the `API_KEYS` secret in this environment holds is then refused, as the edge would.
  */
 const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--rate <per-minute>] [--env <tag>] [--json]
 
@@ -17,7 +19,8 @@ const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<sc
   --rate    requests per minute for this key (default 600)
   --env     environment tag in the key's prefix, e.g. live, test, local (default live)
   --json    print one JSON object {"key", "entry"} instead of labelled text
-  --redis   store the entry in Redis (hash "${API_KEYS_HASH}") at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN`
+  --redis   store the entry in Redis (hash "${API_KEYS_HASH}") at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN;
+            a name held by API_KEYS (when set in the environment) is refused`
 
 class UsageError extends Error {}
 
@@ -87,6 +90,22 @@ const redisFromEnv = (): Redis | undefined => {
   return url && token ? new Redis({ url, token, retry: false, enableTelemetry: false }) : undefined
 }
 
+/**
+ * Why a Redis key may not take `name`: the edge refuses a Redis key named like an entry of the
+ * `API_KEYS` secret (keys are counted and rate-limited by name). Only the secret given to this
+ * process can be checked here; the edge checks the one it has.
+ */
+const clashWithSecret = (name: string): string | undefined => {
+  const secret = process.env.API_KEYS
+  if (secret === undefined || secret.trim() === '') return undefined
+  try {
+    return parseApiKeys(secret).some((entry) => entry.name === name) ? `--name "${name}" is taken by an entry of API_KEYS; the edge refuses a Redis key with the name of one of the secret's: choose another` : undefined
+  } catch (err) {
+    if (!(err instanceof KeyConfigError)) throw err
+    return err.message
+  }
+}
+
 const main = async () => {
   let args
   try {
@@ -99,6 +118,12 @@ const main = async () => {
   }
   if (args === 'help') {
     process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  const clash = args.redis ? clashWithSecret(args.name) : undefined
+  if (clash !== undefined) {
+    process.stderr.write(`error: ${clash}\n`)
+    process.exitCode = 2
     return
   }
   const redis = args.redis ? redisFromEnv() : undefined

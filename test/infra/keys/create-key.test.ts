@@ -70,6 +70,14 @@ describe('keys:create', () => {
     expect(stderr).toMatch(/--redis needs UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/)
   })
 
+  it('refuses --redis with a name the API_KEYS secret in its environment holds, printing no key', async () => {
+    const API_KEYS = JSON.stringify([{ name: 'web', hash: 'a'.repeat(64), scopes: ['predict'], rate_limit_per_minute: 60 }])
+    const { code, stdout, stderr } = await runCreateKey(['--name', 'web', '--scopes', 'predict', '--redis'], { API_KEYS, UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:9', UPSTASH_REDIS_REST_TOKEN: 'unused' })
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(/--name "web" is taken by an entry of API_KEYS/)
+  })
+
   it('prints usage for --help', async () => {
     const { code, stdout } = await createKey('--help')
     expect(code).toBe(0)

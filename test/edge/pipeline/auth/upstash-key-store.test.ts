@@ -91,4 +91,27 @@ describe('UpstashKeyStore over a real redis-server', () => {
       upstash.redis.signal('SIGCONT')
     }
   })
+
+  it('refuses a Redis key whose name an API_KEYS entry holds (they would share a rate-limit bucket), and says so once', async () => {
+    const secretKey = generateApiKey('test')
+    const secret = JSON.stringify([{ name: 'partner', hash: await hashApiKey(secretKey), scopes: ['predict'], rate_limit_per_minute: 60 }])
+    const logged: string[] = []
+    const keys = keyStoreFrom(secret, new UpstashKeyStore(upstash.client), (line) => logged.push(line))
+    const app = new Hono<AppEnv>()
+    app.use('*', givenIsolate({ keys }), auth({ scope: 'predict' }))
+    app.get('/', (c) => c.json(c.get('caller')))
+    app.onError(onError)
+    const { key: clashing } = await issue('partner')
+    const { key: distinct } = await issue('partner-2')
+    for (let i = 0; i < 2; i++) {
+      const refused = await app.request('/', { headers: { 'x-api-key': clashing } })
+      expect(refused.status).toBe(401)
+      expect(await refused.json()).toMatchObject({ detail: 'the API key is not recognized' })
+    }
+    expect(logged).toHaveLength(1)
+    expect(JSON.parse(logged[0])).toMatchObject({ level: 'error', name: 'partner' })
+    expect(logged[0]).not.toContain(clashing)
+    expect((await app.request('/', { headers: { 'x-api-key': secretKey } })).status).toBe(200)
+    expect(await (await app.request('/', { headers: { 'x-api-key': distinct } })).json()).toMatchObject({ name: 'partner-2' })
+  })
 })
