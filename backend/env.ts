@@ -12,6 +12,8 @@ export interface BackendDeps {
   logger: Logger
   manager: ModelManager
   metrics: Metrics
+  /** Whether the server takes new work: the models are warm and no drain has begun. */
+  ready: () => boolean
   /** Present only when the OTEL_* variables ask for traces. */
   tracing?: Tracing
 }

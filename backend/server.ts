@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createApp } from './app.ts'
+import { Connections } from './connections.ts'
 import { createLogger, errorFields, type Logger } from './logger.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { redisCountStore } from './monitor/drift/count-store.ts'
@@ -20,7 +21,10 @@ const TRACE_FLUSH_MS = 5_000
 export interface RunningServer {
   url: string
   manager: ModelManager
-  /** Readiness off, accepted requests answered, sessions released, socket closed. */
+  /**
+   * Readiness off at once; open connections answered (each answer closing its connection) for the
+   * drain window; then the listener closed, accepted requests answered, sessions released.
+   */
   shutdown(): Promise<void>
 }
 
@@ -35,11 +39,15 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const repository = new Repository(resolve(settings.MODEL_REPOSITORY))
   const tracing = await startTracing(logger)
   let manager: ModelManager | undefined
+  const server = createServer()
+  const connections = new Connections(server, { ms: settings.LINGER_MS, bytes: settings.LINGER_MAX_BYTES })
+  // Off from the first moment of a drain, while the models still serve what the connections bring.
+  const ready = () => !connections.draining && (manager?.ready() ?? false)
   const metrics = createMetrics({
     depths: () => manager?.depths() ?? [],
     // The batcher's limit: a version without dynamic_batching queues up to 4096 rows too.
     capacities: () => manager?.servingVersions().map((v) => ({ model: v.model, version: String(v.version), rows: v.config.dynamic_batching?.max_queue_size ?? 4096 })) ?? [],
-    ready: () => manager?.ready() ?? false,
+    ready,
     // A version whose counts cannot be read (Redis down) is left out of this scrape, not the others.
     driftReports: async () => {
       const monitored = manager?.servingVersions().filter((v) => v.drift !== undefined) ?? []
@@ -60,7 +68,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     ...(drift ? { drift } : {}),
     ...(tracing ? { tracing } : {}),
   })
-  const app = createApp({ settings, logger, manager, metrics, ...(tracing ? { tracing } : {}) })
+  const app = createApp({ settings, logger, manager, metrics, ready, ...(tracing ? { tracing } : {}) })
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
   const listener = getRequestListener(app.fetch, {
     hostname: settings.HOST,
@@ -69,7 +77,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
         ? Response.json({ error: `malformed request: ${err.message}` }, { status: 400 })
         : Response.json({ error: 'internal server error' }, { status: 500 }),
   })
-  const server = createServer(listener)
+  server.on('request', connections.listener(listener))
   server.listen(settings.PORT, settings.HOST)
   const address = await listen(server)
   const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
@@ -84,17 +92,18 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     url,
     manager: running,
     async shutdown() {
+      // The models keep serving through the window: a request that reached a socket is answered.
+      await connections.drain(settings.SHUTDOWN_DRAIN_MS)
+      logger.info('drain window over; closing the listener', { open_connections: connections.open })
+      const closed = connections.close()
       await warm
+      // From here new work on a connection still open gets 503 (with Connection: close); accepted work is answered.
       await running.shutdown()
+      await closed
       // Every accepted request is answered and counted: the last deltas go now or never.
       await drift?.close()
       // Every request span has ended by now; what is still buffered goes before the process does.
       await tracing?.shutdown(TRACE_FLUSH_MS)
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve())
-        // Keep-alive clients still sending get 503s until their sockets go; give those a moment.
-        if ('closeAllConnections' in server) setTimeout(() => server.closeAllConnections(), 250).unref()
-      })
     },
   }
 }
@@ -107,7 +116,7 @@ const main = async () => {
   const stop = (signal: string) => {
     if (stopping) return
     stopping = true
-    logger.info('shutting down', { signal, grace_ms: settings.SHUTDOWN_GRACE_MS })
+    logger.info('shutting down', { signal, grace_ms: settings.SHUTDOWN_GRACE_MS, drain_ms: settings.SHUTDOWN_DRAIN_MS })
     const timer = setTimeout(() => {
       logger.error('shutdown grace period ran out; exiting with work in flight', { grace_ms: settings.SHUTDOWN_GRACE_MS })
       process.exit(1)

@@ -24,6 +24,16 @@ export const settingsSchema = z.object({
   /** Largest batch dimension one request may carry (bigger ones are split into batches). */
   MAX_REQUEST_ROWS: intFromEnv(1024, 1),
   SHUTDOWN_GRACE_MS: intFromEnv(25_000),
+  /**
+   * After SIGTERM: how long open connections are still answered (each answer closing its
+   * connection) before the listener closes and idle connections are dropped; ends early once
+   * none is open. Part of SHUTDOWN_GRACE_MS.
+   */
+  SHUTDOWN_DRAIN_MS: intFromEnv(5_000),
+  /** Lingering close: after an answer that refuses a body still arriving, how long it is read and dropped. */
+  LINGER_MS: intFromEnv(5_000),
+  /** Lingering close: most bytes read and dropped after that answer. */
+  LINGER_MAX_BYTES: intFromEnv(64 * 1024 * 1024),
   /** `off` serves every request as its own run (for comparison); `on` uses each model's dynamic_batching. */
   BATCHING: z.enum(['on', 'off']).default('on'),
   /**
@@ -42,10 +52,20 @@ export const settingsSchema = z.object({
   DRIFT_FLUSH_MS: intFromEnv(10_000, 1),
   /** Longest wait for one drift-count call to Redis (flush, marker, read); slower fails that call. */
   DRIFT_REDIS_TIMEOUT_MS: intFromEnv(DEFAULT_DRIFT_REDIS_TIMEOUT_MS, 1),
-}).refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {
-  message: 'set both UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or neither',
-  path: ['UPSTASH_REDIS_REST_TOKEN'],
 })
+  .refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {
+    message: 'set both UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or neither',
+    path: ['UPSTASH_REDIS_REST_TOKEN'],
+  })
+  // The edge holds INFER_TOKEN; the same value would make every edge an admin of the repository.
+  .refine((s) => s.ADMIN_TOKEN === undefined || s.ADMIN_TOKEN !== s.INFER_TOKEN, {
+    message: 'ADMIN_TOKEN must differ from INFER_TOKEN (the edge holds INFER_TOKEN; the same value would let it load and unload models)',
+    path: ['ADMIN_TOKEN'],
+  })
+  .refine((s) => s.SHUTDOWN_DRAIN_MS < s.SHUTDOWN_GRACE_MS, {
+    message: 'SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS (the drain is part of the grace period)',
+    path: ['SHUTDOWN_DRAIN_MS'],
+  })
 
 export type Settings = z.infer<typeof settingsSchema>
 

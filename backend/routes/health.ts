@@ -2,11 +2,11 @@ import { Hono } from 'hono'
 import type { BackendDeps, BackendEnv } from '../env.ts'
 
 /** Liveness, readiness and server metadata. */
-export const healthRoutes = ({ manager, settings }: BackendDeps) =>
+export const healthRoutes = ({ ready: isReady, settings }: BackendDeps) =>
   new Hono<BackendEnv>()
     .get('/v2/health/live', (c) => c.json({ live: true, instance_id: settings.INSTANCE_ID }))
     .get('/v2/health/ready', (c) => {
-      const ready = manager.ready()
+      const ready = isReady()
       return c.json({ ready, instance_id: settings.INSTANCE_ID }, ready ? 200 : 503)
     })
     .get('/v2', (c) =>

@@ -1,8 +1,10 @@
+import { Agent, request, type ClientRequest } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { ModelManager } from '../../backend/loader/model-manager.ts'
 import { createLogger } from '../../backend/logger.ts'
 import { Repository } from '../../backend/repository/repository.ts'
-import { post, startBackend, until } from './support/backend-process.ts'
+import { creditRequest } from './support/applicants.ts'
+import { post, startBackend, until, type BackendProcess } from './support/backend-process.ts'
 import { DEMO_REPOSITORY, createFixtureRepository } from './support/fixture-repository.ts'
 
 const depth = async (url: string) => {
@@ -50,6 +52,102 @@ describe('graceful shutdown', () => {
     } finally {
       await backend.stop()
       await repo.remove()
+    }
+  })
+})
+
+interface Outcome {
+  status?: number
+  /** The answer said `Connection: close`: the client drops that socket. */
+  close?: boolean
+  /** A socket error instead of an answer (ECONNRESET, EPIPE, ECONNREFUSED...). */
+  error?: string
+  body?: string
+}
+
+/** What a request got; a socket error is an outcome, not a throw. */
+const outcomeOf = (req: ClientRequest): Promise<Outcome> =>
+  new Promise((resolve) => {
+    req.on('response', (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => (text += chunk))
+      res.on('end', () => resolve({ status: res.statusCode, close: res.headers.connection === 'close', body: text }))
+      res.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }))
+    })
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }))
+  })
+
+/** One request over node:http with the given agent. */
+const send = (agent: Agent, url: string, path: string, body?: string): Promise<Outcome> => {
+  const req = request(`${url}${path}`, { agent, method: body === undefined ? 'GET' : 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' } })
+  const answered = outcomeOf(req)
+  req.end(body)
+  return answered
+}
+
+const logged = (backend: BackendProcess, msg: string) => until(() => backend.logs.some((l) => l.msg === msg))
+
+describe('draining on SIGTERM', () => {
+  it('under keep-alive load at 32 connections answers every request, tells each connection to close, and turns readiness off at once', async () => {
+    // A long drain window: the test must not pass by the window running out before the load stops.
+    const backend = await startBackend({ MODEL_REPOSITORY: DEMO_REPOSITORY, SHUTDOWN_DRAIN_MS: '15000', SHUTDOWN_GRACE_MS: '25000' })
+    const load = new Agent({ keepAlive: true, maxSockets: 32 })
+    // A keep-alive connection that is idle when the signal comes, as a pooled proxy's often are.
+    const probe = new Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      expect((await send(probe, backend.url, '/v2/health/ready')).status).toBe(200)
+      const body = JSON.stringify(creditRequest(2))
+      const outcomes: Outcome[][] = Array.from({ length: 32 }, () => [])
+      let sent = 0
+      // Each client stops once told to close (a pool drops such a connection) or after a bounded count.
+      const clients = outcomes.map(async (mine) => {
+        for (let i = 0; i < 2_000; i++) {
+          sent++
+          const outcome = await send(load, backend.url, '/v2/models/credit-risk/infer', body)
+          mine.push(outcome)
+          if (outcome.error !== undefined || outcome.close) return
+        }
+      })
+      await until(() => sent >= 32 * 4)
+      backend.child.kill('SIGTERM')
+      await logged(backend, 'shutting down')
+      const ready = await send(probe, backend.url, '/v2/health/ready')
+      await Promise.all(clients)
+
+      expect(ready).toMatchObject({ status: 503, close: true })
+      expect(JSON.parse(ready.body ?? '{}')).toMatchObject({ ready: false })
+      const all = outcomes.flat()
+      expect(all.filter((o) => o.error !== undefined)).toEqual([])
+      expect(all.filter((o) => o.status !== 200)).toEqual([])
+      // Every client heard the drain on its own connection, none by losing it.
+      expect(outcomes.map((mine) => mine.at(-1)?.close)).toEqual(Array(32).fill(true))
+      expect(await backend.exited).toBe(0)
+      expect(backend.logs.map((l) => l.msg)).toContain('stopped')
+    } finally {
+      load.destroy()
+      probe.destroy()
+      await backend.stop()
+    }
+  })
+
+  it('answers a request that was mid-upload when the signal came, as if no signal had come', async () => {
+    const backend = await startBackend({ MODEL_REPOSITORY: DEMO_REPOSITORY, SHUTDOWN_DRAIN_MS: '15000', SHUTDOWN_GRACE_MS: '25000' })
+    try {
+      const body = Buffer.from(JSON.stringify(creditRequest(3)))
+      const req = request(`${backend.url}/v2/models/credit-risk/infer`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } })
+      const answer = outcomeOf(req)
+      req.write(body.subarray(0, 100))
+      void logged(backend, 'shutting down').then(() => req.end(body.subarray(100)))
+      // The head and the first bytes are on the server's socket before the signal.
+      await new Promise((r) => setTimeout(r, 200))
+      backend.child.kill('SIGTERM')
+      const outcome = await answer
+      expect(outcome).toMatchObject({ status: 200, close: true })
+      expect(JSON.parse(outcome.body ?? '{}')).toMatchObject({ model_name: 'credit-risk', outputs: [{ name: 'probabilities', shape: [3, 2] }] })
+      expect(await backend.exited).toBe(0)
+    } finally {
+      await backend.stop()
     }
   })
 })
