@@ -4,9 +4,10 @@ import { isRecord } from '../format.ts'
 import type { Isolate } from '../isolate.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
-import { type CanaryFallbackOptions, withCanaryFallback } from '../pipeline/forward/canary-fallback.ts'
+import type { CanaryFallbackOptions } from '../pipeline/forward/canary-fallback.ts'
 import { deadlineAt } from '../pipeline/forward/deadline.ts'
 import { SERVED_BY_HEADER, servedBy } from '../pipeline/forward/fallback-transport.ts'
+import { routedCall } from '../pipeline/forward/routed-call.ts'
 import type { ModelVariables } from '../pipeline/model/index.ts'
 import type { RequestIdVariables } from '../pipeline/request-id/index.ts'
 import type { RouteVariables } from '../pipeline/route/index.ts'
@@ -21,15 +22,16 @@ export interface InferOptions {
   canaryFallback?: CanaryFallbackOptions
 }
 
-type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVariables & RouteVariables & { isolate: Pick<Isolate, 'transport' | 'requestMetrics'> }
+type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVariables & RouteVariables & { isolate: Pick<Isolate, 'transport' | 'requestMetrics' | 'groundTruth'> }
 
 /**
  * `POST /v2/models/{m}[/versions/{v}]/infer`: Open Inference Protocol pass-through for tensor
  * clients, for every model the backend serves (a feature spec or not), after the same auth,
  * limits and routing as predict. The backend checks the tensors; the edge only makes sure it
- * forwards an infer request at all. A canary's error is retried on stable as on predict; its
- * outputs are passed on as they are (the edge does not know which tensor is a prediction, and
- * the protocol carries non-finite values a model may mean to send).
+ * forwards an infer request at all. A canary's error is retried on stable and a call the backend
+ * never answered is counted against its version, as on predict; outputs are passed on as they
+ * are (the edge does not know which tensor is a prediction, and the protocol carries non-finite
+ * values a model may mean to send).
  */
 export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: InferOptions = {}): Responder<InferNeeds> =>
   async function infer(c) {
@@ -42,7 +44,7 @@ export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, cana
     const requestId = c.get('requestId')
     const request = { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : requestId }
     const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
-    const response = await withCanaryFallback(c, deadline, (version, at, traceparent) => transport.infer({ model, version, request, requestId, deadlineAt: at, traceparent }), canaryFallback)
+    const response = await routedCall(c, deadline, (version, at, traceparent) => transport.infer({ model, version, request, requestId, deadlineAt: at, traceparent }), canaryFallback)
     const res = c.json(response)
     res.headers.set(SERVED_BY_HEADER, servedBy(response))
     return res

@@ -33,7 +33,7 @@ export interface CanaryFallbackOptions {
   now?: () => number
 }
 
-type FallbackNeeds = RouteVariables & TraceVariables & { model: { name: string }; isolate: Pick<Isolate, 'requestMetrics'> }
+export type FallbackNeeds = RouteVariables & TraceVariables & { model: { name: string }; isolate: Pick<Isolate, 'requestMetrics'> }
 
 /** What the fallback uses of a request's context: any stage's whose variables include these. */
 export interface FallbackSlots {

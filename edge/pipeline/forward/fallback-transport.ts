@@ -1,6 +1,6 @@
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { Problem } from '../../problem.ts'
-import { BackendRefusal, deadlinePassed } from './http-transport.ts'
+import { BackendRefusal, Unanswered, deadlinePassed } from './http-transport.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 /** Which tier answered an infer call, as `parameters.served_by` of the response says. */
@@ -84,7 +84,9 @@ export class FallbackTransport implements Transport {
       // A verdict on the request itself (unknown model, bad input) or a spent deadline stands.
       if (err instanceof Problem && (err.status === 504 || (err.status < 500 && err.status !== 429))) throw err
       const why = err instanceof Problem ? err.detail : 'unexpected error'
-      throw new BackendRefusal(refusal.status as 429 | 503 | 504, `${refusal.detail}; the fallback tier failed too: ${why}`, refusal.extra.headers?.['retry-after'])
+      // Still unanswered when the primary never answered: the backend's own counts do not hold the call.
+      const Refusal = refusal instanceof Unanswered ? Unanswered : BackendRefusal
+      throw new Refusal(refusal.status as 429 | 503 | 504, `${refusal.detail}; the fallback tier failed too: ${why}`, refusal.extra.headers?.['retry-after'])
     }
   }
 

@@ -1,5 +1,4 @@
 import { type FeatureSpec, encodeInstance, specWidth } from '../../../shared/feature-spec.ts'
-import { minuteOf } from '../../../shared/drift/report.ts'
 import { HEADERS } from '../../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
 import type { Isolate } from '../../isolate.ts'
@@ -11,21 +10,10 @@ import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
 import type { TraceVariables } from '../trace/index.ts'
 import type { ValidateVariables } from '../validate/index.ts'
-import { type CanaryFallbackOptions, withCanaryFallback } from './canary-fallback.ts'
+import type { CanaryFallbackOptions } from './canary-fallback.ts'
 import { deadlineAt } from './deadline.ts'
 import { dedupeInstances } from './dedupe.ts'
-import { Unanswered } from './http-transport.ts'
-import { inBackground } from '../../background.ts'
-import type { GroundTruthStore } from '../../quality/store.ts'
-
-/**
- * A call the backend never answered, counted against its version for the rollout controller
- * (the backend's own counts cannot hold it); a count that cannot be written is logged, not retried.
- */
-const countUnanswered = (store: GroundTruthStore, model: string, version: number): Promise<void> =>
-  store.edgeFailure(model, version, minuteOf(Date.now())).catch((err: unknown) => {
-    console.log(JSON.stringify({ level: 'warn', msg: 'edge-side failure not counted', model, version, error: err instanceof Error ? err.message : String(err) }))
-  })
+import { routedCall } from './routed-call.ts'
 
 /** What the inference tier answered for this request's rows, for `respond` to decode. */
 export interface Inference {
@@ -96,10 +84,9 @@ export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, ca
     // Counted from arrival: time spent in auth, limits, enrichment and a cold catalog is the client's too.
     const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
     const forwarded = Date.now()
-    const { transport, groundTruth } = c.get('isolate')
-    const { response, predictions } = await withCanaryFallback(c, deadline, async (version, deadlineAt, traceparent) => {
+    const { transport } = c.get('isolate')
+    const { response, predictions } = await routedCall(c, deadline, async (version, deadlineAt, traceparent) => {
       const answer = await transport.infer({ model: model.name, version, request, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
-        if (err instanceof Unanswered) inBackground(c, countUnanswered(groundTruth, model.name, version))
         // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
         if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
         throw err

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { InferResponse } from '../../../../shared/protocol.ts'
 import { circuitBreakers } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
 import { FallbackTransport } from '../../../../edge/pipeline/forward/fallback-transport.ts'
-import { BackendRefusal, HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
+import { BackendRefusal, HttpTransport, Unanswered } from '../../../../edge/pipeline/forward/http-transport.ts'
 import { LambdaTransport } from '../../../../edge/pipeline/forward/lambda-transport.ts'
 import type { BackendModelMetadata, InferCall, Transport } from '../../../../edge/pipeline/forward/transport.ts'
 import { Problem } from '../../../../edge/problem.ts'
@@ -211,6 +211,13 @@ describe('FallbackTransport decisions', () => {
     expect(both.status).toBe(429)
     expect(both.extra.headers?.['retry-after']).toBe('7')
     expect(both.detail).toBe('queue full; the fallback tier failed too: Lambda tier unreachable')
+
+    expect(both).not.toBeInstanceOf(Unanswered)
+    // A primary that never answered stays unanswered when the fallback fails too: the edge counts that call.
+    const unreachable = new FallbackTransport(new ScriptedTransport('http', async () => { throw new Unanswered(503, 'inference tier unreachable', '1') }), new ScriptedTransport('lambda', refuse(503, 'Lambda tier unreachable')))
+    const unanswered = await failure(unreachable.infer(call()))
+    expect(unanswered).toBeInstanceOf(Unanswered)
+    expect([unanswered.status, unanswered.detail]).toEqual([503, 'inference tier unreachable; the fallback tier failed too: Lambda tier unreachable'])
 
     const notFound = new Problem(404, 'Not Found', 'Lambda tier: unknown model')
     const verdict = new FallbackTransport(new ScriptedTransport('http', refuse(503)), new ScriptedTransport('lambda', async () => { throw notFound }))

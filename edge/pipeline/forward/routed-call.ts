@@ -1,0 +1,39 @@
+import type { Context } from 'hono'
+import { minuteOf } from '../../../shared/drift/report.ts'
+import { inBackground } from '../../background.ts'
+import type { Isolate } from '../../isolate.ts'
+import type { GroundTruthStore } from '../../quality/store.ts'
+import { type Attempt, type CanaryFallbackOptions, type FallbackNeeds, withCanaryFallback } from './canary-fallback.ts'
+import { Unanswered } from './http-transport.ts'
+
+/**
+ * A call the backend never answered, counted against its version for the rollout controller
+ * (the backend's own counts cannot hold it); a count that cannot be written is logged, not retried.
+ */
+const countUnanswered = (store: GroundTruthStore, model: string, version: number): Promise<void> =>
+  store.edgeFailure(model, version, minuteOf(Date.now())).catch((err: unknown) => {
+    console.log(JSON.stringify({ level: 'warn', msg: 'edge-side failure not counted', model, version, error: err instanceof Error ? err.message : String(err) }))
+  })
+
+type RoutedCallNeeds = Omit<FallbackNeeds, 'isolate'> & { isolate: Pick<Isolate, 'requestMetrics' | 'groundTruth'> }
+
+/** What a routed call uses of a request's context: the canary fallback's, the edge-failure counts, and where background work is kept alive. */
+export interface RoutedCallSlots extends Pick<Context, 'executionCtx'> {
+  get<K extends keyof RoutedCallNeeds>(key: K): RoutedCallNeeds[K]
+  set<K extends keyof RoutedCallNeeds>(key: K, value: RoutedCallNeeds[K]): void
+}
+
+/**
+ * The inference call of a routed request, the same on every route that makes one (predict and
+ * the tensor route): `attempt` on the routed version, a canary's failure retried on stable
+ * (`withCanaryFallback`), and each attempt the tier left unanswered (edge timeout, open circuit,
+ * unreachable, on the fallback tier's path too) counted against its version.
+ */
+export const routedCall = <T>(c: RoutedCallSlots, deadlineAt: number, attempt: Attempt<T>, options?: CanaryFallbackOptions): Promise<T> => {
+  const counted: Attempt<T> = (version, at, traceparent) =>
+    attempt(version, at, traceparent).catch((err: unknown) => {
+      if (err instanceof Unanswered) inBackground(c, countUnanswered(c.get('isolate').groundTruth, c.get('model').name, version))
+      throw err
+    })
+  return withCanaryFallback(c, deadlineAt, counted, options)
+}
