@@ -91,6 +91,12 @@ export class Repository {
     return readConfig(join(this.root, name), name).catch(() => undefined)
   }
 
+  /** The versions the policy selects among the folders present (no hashing); undefined without a valid config. */
+  async selected(name: string): Promise<Set<number> | undefined> {
+    const config = await this.config(name)
+    return config && selectVersions(config.version_policy, await this.versionFolders(name))
+  }
+
   /** Config and every version folder, each checked against its MANIFEST (hashes the files not hashed before, or changed since). */
   async read(name: string): Promise<ModelOnDisk | undefined> {
     if (!(await this.has(name))) return undefined

@@ -36,6 +36,10 @@ export const modelRoutes = ({ manager }: BackendDeps) => {
     app.get(`${prefix}/ready`, async (c) => {
       const { model, version } = c.req.param() as { model: string; version?: string }
       const serving = await manager.serving(model, version)
+      // A version neither serving nor selected by the policy is absent, as infer and metadata find it.
+      if (!serving && version !== undefined && !(await manager.repository.selected(model))?.has(Number(version))) {
+        throw notFound(`model "${model}" has no version ${version} available`)
+      }
       const ready = serving?.ready ?? false
       return c.json({ name: model, ...(version ? { version } : {}), ready }, ready ? 200 : 503)
     })
