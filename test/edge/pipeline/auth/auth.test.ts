@@ -10,6 +10,7 @@ import { notFound, onError } from '../../../../edge/on-error.ts'
 
 const predictKey = generateApiKey('test')
 const adminKey = generateApiKey('test')
+const adminOnlyKey = generateApiKey('test')
 const unknownKey = generateApiKey('test')
 let app: Hono<AppEnv>
 /** Every message of every error that reached onError. */
@@ -19,6 +20,7 @@ beforeAll(async () => {
   const store = new MemoryKeyStore([
     { name: 'web', hash: await hashApiKey(predictKey), scopes: ['predict'], rate_limit_per_minute: 600 },
     { name: 'ops', hash: await hashApiKey(adminKey), scopes: ['predict', 'admin'], rate_limit_per_minute: 60 },
+    { name: 'root', hash: await hashApiKey(adminOnlyKey), scopes: ['admin'], rate_limit_per_minute: 60 },
   ])
   app = new Hono<AppEnv>()
   app.use('*', givenIsolate({ keys: store }), requestId())
@@ -102,6 +104,29 @@ describe('auth middleware', () => {
     const admin = await get('/admin/whoami', { 'x-api-key': adminKey })
     expect(admin.status).toBe(200)
     expect(await admin.json()).toEqual({ name: 'ops', scopes: ['predict', 'admin'], rateLimitPerMinute: 60 })
+  })
+
+  it('gives a scope only to keys that list it: an admin key without "predict" is refused on predict routes', async () => {
+    const predict = await get('/v1/whoami', { 'x-api-key': adminOnlyKey })
+    expect(predict.status).toBe(403)
+    expect(await predict.json()).toMatchObject({ detail: 'the API key "root" lacks the "predict" scope' })
+    expect((await get('/admin/whoami', { 'x-api-key': adminOnlyKey })).status).toBe(200)
+  })
+
+  it('remembers the digests of the last 1,024 keys presented, and of no more', async () => {
+    const keys = Array.from({ length: 1_025 }, () => generateApiKey('test'))
+    for (const key of keys) expect((await get('/v1/whoami', { 'x-api-key': key })).status).toBe(401)
+    const digest = vi.spyOn(crypto.subtle, 'digest')
+    try {
+      await get('/v1/whoami', { 'x-api-key': keys[1] })
+      await get('/v1/whoami', { 'x-api-key': keys[1_024] })
+      expect(digest).not.toHaveBeenCalled()
+      // The first was dropped when the 1,025th came.
+      await get('/v1/whoami', { 'x-api-key': keys[0] })
+      expect(digest).toHaveBeenCalledTimes(1)
+    } finally {
+      digest.mockRestore()
+    }
   })
 
   describe('never leaks a key', () => {
