@@ -106,8 +106,9 @@ export const verifyVersion = async (dir: string, cache: HashCache = new HashCach
     const { handle, stat } = await openRegular(join(dir, MANIFEST_FILE))
     try {
       if (stat.size > MANIFEST_MAX_BYTES) return refused(`MANIFEST is larger than ${MANIFEST_MAX_BYTES} bytes`)
-      manifestBytes = Buffer.alloc(Number(stat.size))
-      await handle.read(manifestBytes, 0, manifestBytes.length, 0)
+      const buffer = Buffer.alloc(Number(stat.size))
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+      manifestBytes = buffer.subarray(0, bytesRead)
     } finally {
       await handle.close()
     }
