@@ -3,9 +3,10 @@ import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
 import type { AppEnv } from '../env.ts'
 import { formatPath } from '../format.ts'
+import { keyName } from '../pipeline/auth/api-key.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import { Problem } from '../problem.ts'
-import type { LabelCount, LabelKey, ServedRecord } from './store.ts'
+import type { LabelWrite, Served, ServedKey, ServedRecord } from './store.ts'
 
 /** Most feedback items one request may carry. */
 export const MAX_FEEDBACK_ITEMS = 1_000
@@ -14,6 +15,7 @@ const item = z.strictObject({
   request_id: z.string().regex(/^[A-Za-z0-9._:-]{8,128}$/, 'must be the request id the predict answer carried'),
   label: z.string().min(1).max(256),
   index: z.number().int().min(0).optional().describe('the instance of the request; may be left out only when the request had one'),
+  tenant: keyName.optional().describe("whose prediction it is; default the key's own tenant; another tenant's only with a key that also holds the admin scope"),
 })
 
 /** `POST /v1/feedback`'s body: one item, or an array of them. */
@@ -36,8 +38,7 @@ export const feedbackResponse = z.object({
   results: z.array(itemResult),
 })
 
-const unavailable = (what: string) =>
-  new Problem(503, 'Service Unavailable', `the served-prediction store could not ${what} right now; nothing was recorded, retry shortly`, { slug: 'feedback-unavailable', headers: { 'retry-after': '1' } })
+const unavailable = (detail: string) => new Problem(503, 'Service Unavailable', detail, { slug: 'feedback-unavailable', headers: { 'retry-after': '1' } })
 
 /** The instance an item labels, or why it names none of the request's. */
 const instanceOf = (record: ServedRecord, index: number | undefined): number | string => {
@@ -49,10 +50,12 @@ const instanceOf = (record: ServedRecord, index: number | undefined): number | s
 /**
  * `POST /v1/feedback` (the `feedback` scope): ground-truth labels for predictions the edge served,
  * one item or an array of up to `MAX_FEEDBACK_ITEMS`. Well-formed bodies get 200 with a result per
- * item, in order, and the count of each: `accepted`, `duplicate` (the instance had a label; the
- * first stands), `unknown_or_expired` (no record: never served with feedback on, or past its
- * TTL), `invalid_label` (not one of the model's labels), `invalid_index`. Accepted labels count
- * into the served version's realized quality for the current minute.
+ * item, in order, and the count of each: `accepted` (counted, now or by an earlier send of the same
+ * label), `duplicate` (the instance holds another label; the first stands), `unknown_or_expired`
+ * (no record: never served with feedback on, past its TTL, or not this tenant's), `invalid_label`
+ * (not one of the model's labels), `invalid_index`. Accepted labels count once into the served
+ * version's realized quality for the current minute. A request id names a prediction of the
+ * caller's tenant only; a key that also holds `admin` may name another tenant per item.
  */
 export const feedbackRoutes = () =>
   new Hono<AppEnv>().post('/v1/feedback', async (c) => {
@@ -62,17 +65,26 @@ export const feedbackRoutes = () =>
       throw new Problem(400, 'Bad Request', `the feedback is invalid: send {"request_id", "label", "index"?} or an array of up to ${MAX_FEEDBACK_ITEMS} of them`, { slug: 'invalid-feedback', errors })
     }
     const items = Array.isArray(parsed.data) ? parsed.data : [parsed.data]
+    const caller = c.get('caller')
+    const foreign = items.find((i) => i.tenant !== undefined && i.tenant !== caller.tenant)
+    if (foreign && !caller.scopes.includes('admin')) {
+      throw new Problem(403, 'Forbidden', `the API key "${caller.name}" may label only its own tenant's predictions ("${caller.tenant}"), not "${foreign.tenant}"`, { slug: 'foreign-tenant' })
+    }
     const { groundTruth, requestMetrics } = c.get('isolate')
-    const ids = [...new Set(items.map((i) => i.request_id))]
-    const found = await groundTruth.records(ids).catch(() => {
-      throw unavailable('be read')
+    const keyOf = (i: (typeof items)[number]): ServedKey => ({ tenant: i.tenant ?? caller.tenant, requestId: i.request_id })
+    const names = new Map<string, ServedKey>()
+    for (const i of items) names.set(JSON.stringify(keyOf(i)), keyOf(i))
+    const found = await groundTruth.records([...names.values()]).catch(() => {
+      throw unavailable('the served-prediction store could not be read right now; nothing was recorded, retry shortly')
     })
-    const records = new Map(ids.map((id, i) => [id, found[i]]))
+    const records = new Map([...names.keys()].map((name, i) => [name, found[i]]))
+    const recordOf = (i: (typeof items)[number]): Served | undefined => records.get(JSON.stringify(keyOf(i)))
     const now = Date.now()
     const results: FeedbackItemResult[] = []
-    const pending: Array<{ at: number; key: LabelKey; label: LabelCount }> = []
-    items.forEach(({ request_id, label, index }, at) => {
-      const record = records.get(request_id)
+    const pending: Array<{ at: number; write: LabelWrite }> = []
+    items.forEach((sent, at) => {
+      const { request_id, label, index } = sent
+      const record = recordOf(sent)
       if (!record) return results.push({ request_id, index: index ?? null, result: 'unknown_or_expired' })
       const instance = instanceOf(record, index)
       if (typeof instance === 'string') return results.push({ request_id, index: index ?? null, result: 'invalid_index', detail: instance })
@@ -82,27 +94,25 @@ export const feedbackRoutes = () =>
       results.push({ request_id, index: instance, result: 'accepted' })
       pending.push({
         at,
-        key: { requestId: request_id, index: instance },
-        label: { model: record.model, version: record.version, minute: minuteOf(now), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
+        write: {
+          key: keyOf(sent), servedId: record.servedId, index: instance, label,
+          count: { model: record.model, version: record.version, minute: minuteOf(now), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
+        },
       })
     })
-    const marks = await groundTruth.mark(pending.map((p) => p.key)).catch(() => {
-      throw unavailable('record the labels')
+    const outcomes = await groundTruth.label(pending.map((p) => p.write)).catch(() => {
+      // The write may have landed (a timeout is not a "no"); each label is written at most once, so the same feedback may be sent again.
+      throw unavailable('the labels could not be confirmed as recorded (they may or may not have been); send the same feedback again: a label already recorded is not counted twice')
     })
-    const first = pending.filter((p, i) => {
-      if (marks[i] !== 'first') results[p.at] = { ...results[p.at], result: marks[i] === 'repeat' ? 'duplicate' : 'unknown_or_expired' }
-      return marks[i] === 'first'
-    })
-    await groundTruth.count(first.map((p) => p.label)).catch(async () => {
-      // Marked but not counted: take the marks back (as far as Redis lets us) so a retry counts them.
-      await groundTruth.unmark(first.map((p) => p.key)).catch(() => {})
-      throw unavailable('count the labels')
+    pending.forEach(({ at }, i) => {
+      const outcome = outcomes[i]
+      if (outcome === 'duplicate' || outcome === 'gone') results[at] = { ...results[at], result: outcome === 'duplicate' ? 'duplicate' : 'unknown_or_expired' }
     })
     const tally = Object.fromEntries(FEEDBACK_RESULTS.map((r) => [r, 0])) as Record<FeedbackResult, number>
     results.forEach((r, i) => {
       tally[r.result]++
       // The records name only models the catalog described when they were served.
-      requestMetrics.feedback(records.get(items[i].request_id)?.model ?? 'none', r.result)
+      requestMetrics.feedback(recordOf(items[i])?.model ?? 'none', r.result)
     })
     return c.json({ ...tally, results })
   })

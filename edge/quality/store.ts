@@ -2,6 +2,7 @@ import type { Redis } from '@upstash/redis'
 import { binIndex } from '../../shared/drift/statistics.ts'
 import { PREDICTION_EDGES, type QualityBin, rowLogLoss } from '../../shared/quality.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
+import { inDoubtAfter } from '../../shared/write-once.ts'
 
 /** What the edge served one predict request, kept until its labels arrive or its TTL passes. */
 export interface ServedRecord {
@@ -16,10 +17,19 @@ export interface ServedRecord {
   scores: number[]
 }
 
-/** One instance of one served request. */
-export interface LabelKey {
+/**
+ * Whose request a record is: the caller's tenant and the request id it was answered under. Two
+ * tenants may send the same id and each keeps its own record; a tenant that reuses one of its own
+ * ids replaces that record (see `serve`).
+ */
+export interface ServedKey {
+  tenant: string
   requestId: string
-  index: number
+}
+
+/** A record as the store holds it: `servedId` names this one serving of the key, not any earlier one under the same id. */
+export interface Served extends ServedRecord {
+  servedId: string
 }
 
 /** One accepted label, counted into its version's minute. */
@@ -32,10 +42,25 @@ export interface LabelCount {
   delaySeconds: number
 }
 
+/** A label for one instance of a record read from the store, and what it adds to the counts. */
+export interface LabelWrite {
+  key: ServedKey
+  /** The `servedId` of the record the label was checked against. */
+  servedId: string
+  index: number
+  label: string
+  count: LabelCount
+}
+
+/**
+ * What a label write did: `counted` now; `already` counted by an earlier write of the same label
+ * (a resend); `duplicate`, the instance holds another label (the first stands); `gone`, the record
+ * expired or was replaced since it was read.
+ */
+export type LabelOutcome = 'counted' | 'already' | 'duplicate' | 'gone'
+
 /** Upper bounds (seconds) of the label-delay histogram's buckets; one more bucket holds the rest. */
 export const DELAY_BUCKETS = [60, 600, 3_600, 21_600, 86_400, 604_800, 2_592_000] as const
-
-export type Mark = 'first' | 'repeat' | 'gone'
 
 /** A version's counts summed over a range of minutes. */
 export interface WindowCounts {
@@ -56,13 +81,18 @@ export interface WindowCounts {
  * are merged, else in this isolate.
  */
 export interface GroundTruthStore {
-  serve(requestId: string, record: ServedRecord, ttlSeconds: number): Promise<void>
-  records(requestIds: readonly string[]): Promise<Array<ServedRecord | undefined>>
-  /** Marks each instance labelled: its first mark, a repeat of one, or its record gone (expired since it was read). */
-  mark(keys: readonly LabelKey[]): Promise<Mark[]>
-  /** Takes marks back whose counts could not be written, so the label may be sent again. */
-  unmark(keys: readonly LabelKey[]): Promise<void>
-  count(labels: readonly LabelCount[]): Promise<void>
+  /**
+   * Keeps what was served under `key` for `ttlSeconds`, with a fresh `servedId`. A key served
+   * again (a tenant reusing its own request id) is replaced whole: the labels of the earlier
+   * serving go with it, and labels from then on are for the new one.
+   */
+  serve(key: ServedKey, record: ServedRecord, ttlSeconds: number): Promise<void>
+  records(keys: readonly ServedKey[]): Promise<Array<Served | undefined>>
+  /**
+   * Marks each instance with its label and adds its counts, both at once per item: a write whose
+   * answer was lost may be sent again whole, and a label already written is not counted twice.
+   */
+  label(writes: readonly LabelWrite[]): Promise<LabelOutcome[]>
   edgeFailure(model: string, version: number, minute: number): Promise<void>
   window(model: string, version: number, fromMinute: number, toMinute: number): Promise<WindowCounts>
 }
@@ -77,7 +107,7 @@ export const emptyWindow = (): WindowCounts => ({
   edgeFailures: 0,
 })
 
-export const delayBucket = (seconds: number): number => {
+const delayBucket = (seconds: number): number => {
   const i = DELAY_BUCKETS.findIndex((le) => seconds <= le)
   return i < 0 ? DELAY_BUCKETS.length : i
 }
@@ -126,10 +156,14 @@ export interface MemoryGroundTruthOptions {
 }
 
 interface Kept {
-  record: ServedRecord
+  record: Served
   expiresAt: number
-  marks: Set<number>
+  /** The label of each labelled instance, by index. */
+  marks: Map<number, string>
 }
+
+/** One name per served key, the same in memory and in Redis (a tenant name has no ":"). */
+const servedName = ({ tenant, requestId }: ServedKey): string => `${tenant}:${requestId}`
 
 /** This isolate's records and counts, for an edge without Redis: nothing outlives the isolate. */
 export class MemoryGroundTruth implements GroundTruthStore {
@@ -143,37 +177,38 @@ export class MemoryGroundTruth implements GroundTruthStore {
     this.#now = now
   }
 
-  async serve(requestId: string, record: ServedRecord, ttlSeconds: number): Promise<void> {
-    this.#records.delete(requestId)
-    this.#records.set(requestId, { record, expiresAt: this.#now() + ttlSeconds * 1_000, marks: new Set() })
+  async serve(key: ServedKey, record: ServedRecord, ttlSeconds: number): Promise<void> {
+    const name = servedName(key)
+    this.#records.delete(name)
+    this.#records.set(name, { record: { ...record, servedId: crypto.randomUUID() }, expiresAt: this.#now() + ttlSeconds * 1_000, marks: new Map() })
     if (this.#records.size > this.#maxRecords) this.#records.delete(this.#records.keys().next().value!)
   }
 
-  #live(requestId: string): Kept | undefined {
-    const kept = this.#records.get(requestId)
+  #live(key: ServedKey): Kept | undefined {
+    const name = servedName(key)
+    const kept = this.#records.get(name)
     if (kept && kept.expiresAt <= this.#now()) {
-      this.#records.delete(requestId)
+      this.#records.delete(name)
       return undefined
     }
     return kept
   }
 
-  async records(requestIds: readonly string[]): Promise<Array<ServedRecord | undefined>> {
-    return requestIds.map((id) => this.#live(id)?.record)
+  async records(keys: readonly ServedKey[]): Promise<Array<Served | undefined>> {
+    return keys.map((key) => this.#live(key)?.record)
   }
 
-  async mark(keys: readonly LabelKey[]): Promise<Mark[]> {
-    return keys.map(({ requestId, index }) => {
-      const marks = this.#live(requestId)?.marks
-      if (!marks) return 'gone'
-      if (marks.has(index)) return 'repeat'
-      marks.add(index)
-      return 'first'
+  async label(writes: readonly LabelWrite[]): Promise<LabelOutcome[]> {
+    return writes.map(({ key, servedId, index, label, count }) => {
+      const kept = this.#live(key)
+      if (kept?.record.servedId !== servedId) return 'gone'
+      const mark = kept.marks.get(index)
+      if (mark !== undefined) return mark === label ? 'already' : 'duplicate'
+      kept.marks.set(index, label)
+      const fields = this.#minute(count.model, count.version, count.minute)
+      for (const [name, delta] of labelFields(count)) fields.set(name, (fields.get(name) ?? 0) + delta)
+      return 'counted'
     })
-  }
-
-  async unmark(keys: readonly LabelKey[]): Promise<void> {
-    for (const { requestId, index } of keys) this.#records.get(requestId)?.marks.delete(index)
   }
 
   #minute(model: string, version: number, minute: number): MinuteFields {
@@ -184,13 +219,6 @@ export class MemoryGroundTruth implements GroundTruthStore {
     for (const k of this.#minutes.keys()) if (Number(k.split(' ')[2]) < minute - MAX_QUALITY_WINDOW_MINUTES) this.#minutes.delete(k)
     this.#minutes.set(key, (fields = new Map()))
     return fields
-  }
-
-  async count(labels: readonly LabelCount[]): Promise<void> {
-    for (const label of labels) {
-      const fields = this.#minute(label.model, label.version, label.minute)
-      for (const [name, delta] of labelFields(label)) fields.set(name, (fields.get(name) ?? 0) + delta)
-    }
   }
 
   async edgeFailure(model: string, version: number, minute: number): Promise<void> {
@@ -210,6 +238,8 @@ export class MemoryGroundTruth implements GroundTruthStore {
 
 const SERVED_PREFIX = 'served:'
 const RECORD_FIELD = 'r'
+const SERVED_ID_FIELD = 'i'
+const servedKey = (key: ServedKey): string => SERVED_PREFIX + servedName(key)
 const markField = (index: number): string => `l${index}`
 const minuteKey = (model: string, version: number, minute: number): string => `quality:${model}:${version}:${minute}`
 
@@ -228,21 +258,24 @@ const hashEntries = (answer: unknown): Array<[string, number]> => {
   return pairs.map(([name, value]): [string, number] => [name, Number(value)]).filter(([, v]) => Number.isFinite(v))
 }
 
-const parseRecord = (raw: unknown): ServedRecord | undefined => {
-  if (typeof raw !== 'string' && (typeof raw !== 'object' || raw === null)) return undefined
+/** A record as HMGET r i answered it: both values in order (raw client), an object of both (deserializing client), or null. */
+const parseServed = (answer: unknown): Served | undefined => {
+  const fields = (typeof answer === 'object' && answer !== null ? answer : {}) as Record<string, unknown>
+  const [raw, servedId] = Array.isArray(answer) ? answer : [fields[RECORD_FIELD], fields[SERVED_ID_FIELD]]
+  if (typeof servedId !== 'string' || (typeof raw !== 'string' && (typeof raw !== 'object' || raw === null))) return undefined
   try {
     const value = (typeof raw === 'string' ? JSON.parse(raw) : raw) as ServedRecord
-    return typeof value.model === 'string' && Number.isSafeInteger(value.version) && Array.isArray(value.scores) && Array.isArray(value.labels) ? value : undefined
+    return typeof value.model === 'string' && Number.isSafeInteger(value.version) && Array.isArray(value.scores) && Array.isArray(value.labels) ? { ...value, servedId } : undefined
   } catch {
     return undefined
   }
 }
 
 /**
- * Redis: a hash `served:{request id}` per served request (field `r` the record, `l{index}` a
- * label's mark, set by HSETNX so only the first label of an instance counts) that expires with
- * the record's TTL, and a hash `quality:{model}:{version}:{minute}` per minute of counts, kept as
- * long as the longest window. Every call is one pipelined round trip within the time budget.
+ * Redis: a hash `served:{tenant}:{request id}` per served request (field `r` the record, `i` its
+ * served id, `l{index}` the label of a labelled instance) that expires with the record's TTL, and
+ * a hash `quality:{model}:{version}:{minute}` per minute of counts, kept as long as the longest
+ * window. Every call is one round trip within the time budget.
  */
 export class UpstashGroundTruth implements GroundTruthStore {
   readonly #timeoutMs: number
@@ -256,68 +289,40 @@ export class UpstashGroundTruth implements GroundTruthStore {
     this.#failureFlushMs = failureFlushMs
   }
 
-  async serve(requestId: string, record: ServedRecord, ttlSeconds: number): Promise<void> {
-    const key = SERVED_PREFIX + requestId
-    const pipeline = this.redis.pipeline()
-    pipeline.hset(key, { [RECORD_FIELD]: JSON.stringify(record) })
-    pipeline.expire(key, ttlSeconds)
-    await within(pipeline.exec(), this.#timeoutMs)
+  async serve(key: ServedKey, record: ServedRecord, ttlSeconds: number): Promise<void> {
+    await within(this.redis.eval(SERVE_SCRIPT, [servedKey(key)], [JSON.stringify(record), crypto.randomUUID(), String(ttlSeconds)]), this.#timeoutMs)
   }
 
-  async records(requestIds: readonly string[]): Promise<Array<ServedRecord | undefined>> {
-    if (requestIds.length === 0) return []
-    const pipeline = this.redis.pipeline()
-    for (const id of requestIds) pipeline.hget(SERVED_PREFIX + id, RECORD_FIELD)
-    const answers = await within(pipeline.exec<unknown[]>(), this.#timeoutMs)
-    return answers.map(parseRecord)
-  }
-
-  async mark(keys: readonly LabelKey[]): Promise<Mark[]> {
+  async records(keys: readonly ServedKey[]): Promise<Array<Served | undefined>> {
     if (keys.length === 0) return []
-    // One script per request, marking its instances in the order given.
-    const byRequest = new Map<string, number[]>()
-    keys.forEach(({ requestId }, i) => byRequest.set(requestId, [...(byRequest.get(requestId) ?? []), i]))
     const pipeline = this.redis.pipeline()
-    for (const [requestId, at] of byRequest) pipeline.eval(MARK_SCRIPT, [SERVED_PREFIX + requestId], at.map((i) => markField(keys[i].index)))
+    for (const key of keys) pipeline.hmget(servedKey(key), RECORD_FIELD, SERVED_ID_FIELD)
     const answers = await within(pipeline.exec<unknown[]>(), this.#timeoutMs)
-    const marks = new Array<Mark>(keys.length)
-    ;[...byRequest.values()].forEach((at, r) => {
-      const answer = answers[r]
-      at.forEach((i, j) => {
-        const a = Array.isArray(answer) ? Number(answer[j]) : -1
-        marks[i] = a === 1 ? 'first' : a === 0 ? 'repeat' : 'gone'
-      })
-    })
-    return marks
+    return answers.map(parseServed)
   }
 
-  async unmark(keys: readonly LabelKey[]): Promise<void> {
-    if (keys.length === 0) return
-    const pipeline = this.redis.pipeline()
-    for (const { requestId, index } of keys) pipeline.hdel(SERVED_PREFIX + requestId, markField(index))
-    await within(pipeline.exec(), this.#timeoutMs)
-  }
-
-  async count(labels: readonly LabelCount[]): Promise<void> {
-    if (labels.length === 0) return
-    // Summed here first: a batch of a thousand labels is a few dozen increments, not thousands.
-    const minutes = new Map<string, MinuteFields>()
-    for (const label of labels) {
-      const key = minuteKey(label.model, label.version, label.minute)
-      let fields = minutes.get(key)
-      if (!fields) minutes.set(key, (fields = new Map()))
-      for (const [name, delta] of labelFields(label)) fields.set(name, (fields.get(name) ?? 0) + delta)
-    }
-    const pipeline = this.redis.pipeline()
-    for (const [key, fields] of minutes) {
-      for (const [name, delta] of fields) {
-        // Sums of scores and log losses are fractional; the rest are whole counts.
-        if (name === 'll' || name.startsWith('s')) pipeline.hincrbyfloat(key, name, delta)
-        else if (delta !== 0) pipeline.hincrby(key, name, delta)
-      }
-      pipeline.expire(key, COUNTS_TTL_SECONDS)
-    }
-    await within(pipeline.exec(), this.#timeoutMs)
+  /**
+   * One script for every item: each instance's mark and its counts are applied together, after
+   * its mark is checked, so the mark is the item's write id. A timeout is `WriteInDoubt`; sending
+   * the same writes again is always safe.
+   */
+  async label(writes: readonly LabelWrite[]): Promise<LabelOutcome[]> {
+    if (writes.length === 0) return []
+    const keys: string[] = []
+    const slot = new Map<string, number>()
+    // Lua's KEYS are 1-based.
+    const keyAt = (key: string): number => slot.get(key) ?? (slot.set(key, keys.push(key)), keys.length)
+    const items = writes.map(({ key, servedId, index, label, count }) => [
+      keyAt(servedKey(key)),
+      servedId,
+      markField(index),
+      label,
+      keyAt(minuteKey(count.model, count.version, count.minute)),
+      // Sums of scores and log losses are fractional; the rest are whole counts. Deltas go as text: Lua's cjson keeps 14 digits.
+      labelFields(count).map(([name, delta]) => [name === 'll' || name.startsWith('s') ? 'HINCRBYFLOAT' : 'HINCRBY', name, String(delta)]),
+    ])
+    const answer = await inDoubtAfter(`feedback labels (${writes.length})`, this.#timeoutMs, this.redis.eval(LABEL_SCRIPT, keys, [String(COUNTS_TTL_SECONDS), JSON.stringify(items)]))
+    return writes.map((_, i) => LABEL_OUTCOMES[String(Array.isArray(answer) ? answer[i] : undefined)] ?? 'gone')
   }
 
   /**
@@ -351,8 +356,39 @@ export class UpstashGroundTruth implements GroundTruthStore {
   }
 }
 
+/** KEYS[1] the served key; ARGV the record, its served id and TTL. A key served again starts with no labels. */
+const SERVE_SCRIPT = `
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], '${RECORD_FIELD}', ARGV[1], '${SERVED_ID_FIELD}', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+`
+
+const LABEL_OUTCOMES: Record<string, LabelOutcome> = { '1': 'counted', '2': 'already', '0': 'duplicate', '-1': 'gone' }
+
 /**
- * HSETNX of each field while the record is there (on an expired key it would create one without a
- * TTL): per field 1 for a first mark, 0 for a repeat; -1 for every field of a record gone.
+ * ARGV[1] the counts' TTL; ARGV[2] the items as JSON, each [served key's index in KEYS, served id,
+ * mark field, label, minute key's index, [[command, field, delta], ...]]. Per item: -1 when the
+ * record is not the one read (expired or served again), 0 when the instance holds another label,
+ * 2 when it holds this one (an earlier write landed), else 1: marked and counted.
  */
-const MARK_SCRIPT = "local out = {} if redis.call('EXISTS', KEYS[1]) == 0 then for i = 1, #ARGV do out[i] = -1 end return out end for i = 1, #ARGV do out[i] = redis.call('HSETNX', KEYS[1], ARGV[i], '1') end return out"
+const LABEL_SCRIPT = `
+local items = cjson.decode(ARGV[2])
+local out = {}
+for n, item in ipairs(items) do
+  local served = KEYS[item[1]]
+  if redis.call('HGET', served, '${SERVED_ID_FIELD}') ~= item[2] then out[n] = -1
+  else
+    local mark = redis.call('HGET', served, item[3])
+    if mark == item[4] then out[n] = 2
+    elseif mark then out[n] = 0
+    else
+      redis.call('HSET', served, item[3], item[4])
+      local minute = KEYS[item[5]]
+      for _, c in ipairs(item[6]) do redis.call(c[1], minute, c[2], c[3]) end
+      redis.call('EXPIRE', minute, ARGV[1])
+      out[n] = 1
+    end
+  end
+end
+return out
+`

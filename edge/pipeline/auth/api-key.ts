@@ -79,9 +79,14 @@ export const timingSafeEqual = (a: Uint8Array, b: Uint8Array): boolean => {
   return diff === 0
 }
 
+/** A key's name, and a tenant's. */
+export const keyName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
+
 /** One stored key: who it is, what it may do, how fast. The key itself is never stored. */
 export const keyEntrySchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  name: keyName,
+  /** Whose predictions the key's requests are: keys of one tenant label each other's predictions. Default: the key's name. */
+  tenant: keyName.optional(),
   hash: z.string().regex(SHA256_HEX, 'must be the 64-character lowercase SHA-256 hex digest printed by `npm run keys:create`, never the key itself'),
   scopes: z
     .array(z.enum(SCOPES))

@@ -7,6 +7,8 @@ import type { Stage } from '../stage.ts'
 /** An authenticated caller, as the auth middleware resolved it (never the key itself). */
 export interface Caller {
   name: string
+  /** The key's tenant (its name unless the entry names one): predictions and their labels belong to it. */
+  tenant: string
   scopes: string[]
   /** Requests per minute this key may make. */
   rateLimitPerMinute: number
@@ -82,7 +84,7 @@ export const auth = ({ scope = 'predict', realm = 'edge-infer' }: AuthOptions = 
         headers: { 'www-authenticate': `${challenge}, error="insufficient_scope", scope="${scope}"` },
       })
     }
-    c.set('caller', { name: entry.name, scopes: [...entry.scopes], rateLimitPerMinute: entry.rate_limit_per_minute })
+    c.set('caller', { name: entry.name, tenant: entry.tenant ?? entry.name, scopes: [...entry.scopes], rateLimitPerMinute: entry.rate_limit_per_minute })
     await next()
   }
 }

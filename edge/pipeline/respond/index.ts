@@ -9,7 +9,8 @@ import type { PredictableModel } from '../model/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
 import { type Prediction, predictionsOf } from './predictions.ts'
-import type { ServedRecord } from '../../quality/store.ts'
+import type { ServedKey, ServedRecord } from '../../quality/store.ts'
+import type { AuthVariables } from '../auth/index.ts'
 
 type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>
 type RespondParts = ShadowParts & Pick<Isolate, 'groundTruth' | 'settings'>
@@ -19,12 +20,13 @@ const feedbackOn = ({ settings }: Pick<Isolate, 'settings'>, model: PredictableM
 
 /**
  * Keeps what a request was served (version, variant, P(labels[1]) per instance) for its labels to
- * find; quality is binned over that score, so only two-label models are recorded. A record that
- * cannot be written loses that request's feedback, never the answer.
+ * find, under the caller's tenant and the request id: a client's own id names only its tenant's
+ * prediction. Quality is binned over that score, so only two-label models are recorded. A record
+ * that cannot be written loses that request's feedback, never the answer.
  */
-const recordServed = async (isolate: RespondParts, requestId: string, record: ServedRecord): Promise<void> => {
-  await isolate.groundTruth.serve(requestId, record, isolate.settings.feedbackTtlSeconds).catch((err: unknown) => {
-    console.log(JSON.stringify({ level: 'warn', msg: 'served prediction not recorded for feedback', model: record.model, request_id: requestId, error: err instanceof Error ? err.message : String(err) }))
+const recordServed = async (isolate: RespondParts, key: ServedKey, record: ServedRecord): Promise<void> => {
+  await isolate.groundTruth.serve(key, record, isolate.settings.feedbackTtlSeconds).catch((err: unknown) => {
+    console.log(JSON.stringify({ level: 'warn', msg: 'served prediction not recorded for feedback', model: record.model, tenant: key.tenant, request_id: key.requestId, error: err instanceof Error ? err.message : String(err) }))
   })
 }
 
@@ -56,7 +58,7 @@ const compareWithShadow = async ({ transport, requestMetrics }: ShadowParts, cal
  * (duplicates fanned back out), starts the shadow comparison when the request has one, keeps
  * what it served for feedback when the model has feedback on, and says which tier served it and where the time went.
  */
-export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate: RespondParts }> =>
+export const respond = (): Responder<ForwardNeeds & ForwardVariables & AuthVariables & { isolate: RespondParts }> =>
   function respond(c) {
     const model = c.get('model')
     const { version, variant, shadow } = c.get('assignment')
@@ -75,7 +77,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & { isolate
     if (feedbackOn(isolate, model)) {
       const [, positive] = model.postprocess.labels
       const record = { model: model.name, version, variant, at: receivedAt, labels: model.postprocess.labels, scores: indexOf.map((i) => rows[i].scores[positive]) }
-      inBackground(c, recordServed(isolate, c.get('requestId'), record))
+      inBackground(c, recordServed(isolate, { tenant: c.get('caller').tenant, requestId: c.get('requestId') }, record))
     }
     const res = c.json({
       model: model.name,

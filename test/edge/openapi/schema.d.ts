@@ -261,7 +261,7 @@ export interface paths {
         put?: never;
         /**
          * Ground-truth labels for served predictions
-         * @description One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted, duplicate (the first label of an instance stands), unknown_or_expired (never recorded or past its TTL), invalid_label, invalid_index. Nothing is silently dropped.
+         * @description One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). A request id names a prediction made by a key of the caller's tenant (the key entry's `tenant`, else its name); a key that also holds the admin scope may name another tenant per item (`tenant`), any other key naming one is refused with 403. `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted (counted once, now or by an earlier send of the same label), duplicate (the instance holds another label; the first stands), unknown_or_expired (never recorded, past its TTL, or not the tenant's), invalid_label, invalid_index. Nothing is silently dropped. A 503 after the labels were sent means their outcome is unknown: sending the same feedback again is safe, a label is counted at most once.
          */
         post: operations["postFeedback"];
         delete?: never;
@@ -437,11 +437,15 @@ export interface components {
             label: string;
             /** @description the instance of the request; may be left out only when the request had one */
             index?: number;
+            /** @description whose prediction it is; default the key's own tenant; another tenant's only with a key that also holds the admin scope */
+            tenant?: string;
         } | {
             request_id: string;
             label: string;
             /** @description the instance of the request; may be left out only when the request had one */
             index?: number;
+            /** @description whose prediction it is; default the key's own tenant; another tenant's only with a key that also holds the admin scope */
+            tenant?: string;
         }[];
         InferRequest: {
             /** @description echoed in the response; the request id when absent */

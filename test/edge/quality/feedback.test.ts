@@ -3,7 +3,8 @@ import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
 import { MAX_FEEDBACK_ITEMS } from '../../../edge/quality/feedback-routes.ts'
-import { UpstashGroundTruth } from '../../../edge/quality/store.ts'
+import { minuteOf } from '../../../shared/drift/report.ts'
+import { type LabelOutcome, type LabelWrite, MemoryGroundTruth, UpstashGroundTruth } from '../../../edge/quality/store.ts'
 import { Redis } from '@upstash/redis'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { applicant } from '../../backend/support/applicants.ts'
@@ -53,7 +54,7 @@ beforeAll(async () => {
   env.BACKEND_URL = backend.url
   const store = new MemoryKeyStore([
     { name: 'web', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 10_000 },
-    { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
+    { name: 'labels', tenant: 'web', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
     { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 10_000 },
   ])
   app = createApp({ parts: { keys: store } })
@@ -138,13 +139,46 @@ describe('POST /v1/feedback', () => {
   })
 })
 
+/** The in-memory store, except that its first label write fails: before anything is written, or after (the answer lost). */
+class FailingOnce extends MemoryGroundTruth {
+  failed = false
+  constructor(private readonly after: boolean) {
+    super()
+  }
+
+  override async label(writes: readonly LabelWrite[]): Promise<LabelOutcome[]> {
+    if (this.failed) return super.label(writes)
+    this.failed = true
+    if (this.after) await super.label(writes)
+    throw new Error('no answer from the store')
+  }
+}
+
+describe('when a label write fails once', () => {
+  it.each([['before it is applied', false], ['after it was applied (its answer lost)', true]])('%s: the 503 says a resend is safe, and the resend is accepted and counted once', async (_, after) => {
+    const store = new FailingOnce(after)
+    const labeller = generateApiKey('test')
+    const failing = createApp({ parts: { groundTruth: store, keys: new MemoryKeyStore([{ name: 'labels', hash: await hashApiKey(labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 }]) } })
+    const key = { tenant: 'labels', requestId: 'order-33333333' }
+    await store.serve(key, { model: 'm', version: 2, variant: 'stable', at: Date.now(), labels: ['no', 'yes'], scores: [0.7] }, 60)
+    const send = () => failing.request('/v1/feedback', { method: 'POST', body: JSON.stringify({ request_id: key.requestId, label: 'yes' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${labeller}` } }, env)
+    const first = await send()
+    expect(first.status).toBe(503)
+    expect(((await first.json()) as { detail: string }).detail).toMatch(/send the same feedback again: a label already recorded is not counted twice/)
+    expect(await (await send()).json()).toMatchObject({ accepted: 1, duplicate: 0 })
+    const minute = minuteOf(Date.now())
+    const window = await store.window('m', 2, minute - 1, minute + 1)
+    expect(window.bins.reduce((sum, b) => sum + b.rows, 0)).toBe(1)
+  })
+})
+
 describe('with the served-prediction store unreachable', () => {
   it('still answers predictions, and refuses feedback with a 503 and Retry-After, within the Redis budget', async () => {
     // Nothing listens on port 1: every call fails at once; the budget bounds one that would hang.
     const down = new UpstashGroundTruth(new Redis({ url: 'http://127.0.0.1:1', token: 't', retry: false, enableTelemetry: false }), { timeoutMs: 100 })
     const store = new MemoryKeyStore([
       { name: 'web', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 10_000 },
-      { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
+      { name: 'labels', tenant: 'web', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 },
     ])
     const broken = createApp({ parts: { keys: store, groundTruth: down } })
     const predicted = await broken.request('/v1/models/credit-risk/predict', {

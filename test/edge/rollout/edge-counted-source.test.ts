@@ -13,11 +13,12 @@ describe('withEdgeCounts', () => {
     const store = new MemoryGroundTruth({ now: () => NOW })
     for (const minute of [995, 996, 1_000]) await store.edgeFailure('m', 3, minute)
     await store.edgeFailure('m', 2, 1_000)
-    await store.count([
-      { model: 'm', version: 3, minute: 1_000, score: 0.9, positive: true, delaySeconds: 5 },
-      { model: 'm', version: 3, minute: 996, score: 0.8, positive: false, delaySeconds: 5 },
-      { model: 'm', version: 3, minute: 995, score: 0.1, positive: true, delaySeconds: 5 },
-    ])
+    const key = { tenant: 't', requestId: 'request-1' }
+    await store.serve(key, { model: 'm', version: 3, variant: 'stable', at: 0, labels: ['no', 'yes'], scores: [0.9, 0.8, 0.1] }, 60)
+    const [served] = await store.records([key])
+    const labelled = (index: number, minute: number, positive: boolean) =>
+      ({ key, servedId: served!.servedId, index, label: positive ? 'yes' : 'no', count: { model: 'm', version: 3, minute, score: served!.scores[index], positive, delaySeconds: 5 } })
+    await store.label([labelled(0, 1_000, true), labelled(1, 996, false), labelled(2, 995, true)])
     const source = withEdgeCounts(backend, store, { threshold: async () => 0.5, now: () => NOW + 59_000 })
     // Five minutes: 996 through 1000.
     const arm = await source.arm('m', 3, 5)

@@ -24,6 +24,6 @@ export const givenModels = (specs: Record<string, FeatureSpec>): MiddlewareHandl
     const spec = specs[name]
     if (!spec) throw new Problem(404, 'Not Found', `no model named "${name}"`)
     c.set('model', { name, versions: [1], spec, postprocess: { output: 'probabilities', labels: ['no', 'yes'] } })
-    c.set('caller', { name: 'tester', scopes: ['predict'], rateLimitPerMinute: 1_000 })
+    c.set('caller', { name: 'tester', tenant: 'tester', scopes: ['predict'], rateLimitPerMinute: 1_000 })
     await next()
   }

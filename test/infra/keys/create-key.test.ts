@@ -31,7 +31,7 @@ describe('keys:create', () => {
     app.get('/', (c) => c.json(c.get('caller')))
     app.onError(onError)
     const res = await app.request('/', { headers: { 'x-api-key': key } }, { API_KEYS: JSON.stringify([entry]) })
-    expect(await res.json()).toEqual({ name: 'web', scopes: ['predict', 'admin'], rateLimitPerMinute: 120 })
+    expect(await res.json()).toEqual({ name: 'web', tenant: 'web', scopes: ['predict', 'admin'], rateLimitPerMinute: 120 })
   })
 
   it('defaults the rate, takes an environment tag, prints JSON on request and accepts a leading --', async () => {

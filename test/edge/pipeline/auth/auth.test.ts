@@ -57,7 +57,7 @@ describe('auth middleware', () => {
   it('accepts a Bearer token and sets the caller', async () => {
     const res = await get('/v1/whoami', { authorization: `Bearer ${predictKey}` })
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ name: 'web', scopes: ['predict'], rateLimitPerMinute: 600 })
+    expect(await res.json()).toEqual({ name: 'web', tenant: 'web', scopes: ['predict'], rateLimitPerMinute: 600 })
   })
 
   it('accepts X-Api-Key, a lowercase scheme and both headers when they agree', async () => {
@@ -103,7 +103,7 @@ describe('auth middleware', () => {
     expect(await res.json()).toMatchObject({ type: 'https://edge-infer.dev/problems/forbidden', title: 'Forbidden', status: 403, detail: 'the API key "web" lacks the "admin" scope' })
     const admin = await get('/admin/whoami', { 'x-api-key': adminKey })
     expect(admin.status).toBe(200)
-    expect(await admin.json()).toEqual({ name: 'ops', scopes: ['predict', 'admin'], rateLimitPerMinute: 60 })
+    expect(await admin.json()).toEqual({ name: 'ops', tenant: 'ops', scopes: ['predict', 'admin'], rateLimitPerMinute: 60 })
   })
 
   it('gives a scope only to keys that list it: an admin key without "predict" is refused on predict routes', async () => {

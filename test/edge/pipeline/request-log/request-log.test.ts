@@ -14,7 +14,7 @@ const lines: Array<Record<string, unknown>> = []
 const app = new Hono<AppEnv>()
 app.use('*', givenIsolate(), requestId(), traceContext(), requestLog({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }))
 app.post('/routed', (c) => {
-  c.set('caller', { name: 'web', scopes: ['predict'], rateLimitPerMinute: 60 })
+  c.set('caller', { name: 'web', tenant: 'web', scopes: ['predict'], rateLimitPerMinute: 60 })
   c.set('model', { name: 'credit-risk' } as AppEnv['Variables']['model'])
   c.set('assignment', { variant: 'canary', version: 3, by: 'sticky' })
   c.set('normalizedFixes', 2)
