@@ -5,17 +5,18 @@ import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntry
 import { KeyConfigError, parseApiKeys } from '../../edge/pipeline/auth/key-store.ts'
 
 /**
- * `npm run keys:create -- --name web --scopes predict[,admin] [--rate 600] [--env live] [--json] [--redis]`
+ * `npm run keys:create -- --name web --scopes predict[,admin] [--tenant shop] [--rate 600] [--env live] [--json] [--redis]`
  *
  * Creates an API key: prints the key once (it is stored nowhere) and the entry to add to the
  * `API_KEYS` secret, which holds only the key's SHA-256 hash. With `--redis` the entry is written
  * to the Redis the edge shares (UPSTASH_REDIS_REST_URL / _TOKEN) instead, live without a redeploy;
  * a name that the `API_KEYS` secret in this environment holds is then refused, as the edge would.
  */
-const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--rate <per-minute>] [--env <tag>] [--json]
+const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json]
 
   --name    who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)
   --scopes  comma-separated: ${SCOPES.join(', ')}
+  --tenant  whose predictions the key's are: keys of one tenant label each other's (default: the name)
   --rate    requests per minute for this key (default 600)
   --env     environment tag in the key's prefix, e.g. live, test, local (default live)
   --json    print one JSON object {"key", "entry"} instead of labelled text
@@ -26,6 +27,7 @@ class UsageError extends Error {}
 
 interface CreateKeyArgs {
   name: string
+  tenant?: string
   scopes: Scope[]
   rate: number
   env: string
@@ -41,6 +43,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
       options: {
         name: { type: 'string' },
         scopes: { type: 'string' },
+        tenant: { type: 'string' },
         rate: { type: 'string' },
         env: { type: 'string' },
         json: { type: 'boolean' },
@@ -76,13 +79,13 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
   const env = values.env ?? 'live'
   if (!/^[a-z0-9]{1,16}$/.test(env)) throw new UsageError(`--env must be 1-16 lowercase letters or digits, got "${env}"`)
 
-  const entry = keyEntrySchema.safeParse({ name: values.name, hash: '0'.repeat(64), scopes, rate_limit_per_minute: Number(rateText) })
+  const entry = keyEntrySchema.safeParse({ name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), hash: '0'.repeat(64), scopes, rate_limit_per_minute: Number(rateText) })
   if (!entry.success) {
     const issue = entry.error.issues[0]!
-    const flag = { name: '--name', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
+    const flag = { name: '--name', tenant: '--tenant', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
     throw new UsageError(`${flag} ${issue.message}`)
   }
-  return { name: values.name, scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false }
+  return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false }
 }
 
 const redisFromEnv = (): Redis | undefined => {
@@ -133,7 +136,7 @@ const main = async () => {
     return
   }
   const key = generateApiKey(args.env)
-  const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
+  const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, ...(args.tenant === undefined ? {} : { tenant: args.tenant }), hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
   if (redis) await redis.hset(API_KEYS_HASH, { [entry.hash]: JSON.stringify(entry) })
   if (args.json) {
     process.stdout.write(`${JSON.stringify({ key, entry })}\n`)

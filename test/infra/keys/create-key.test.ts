@@ -42,12 +42,25 @@ describe('keys:create', () => {
     expect(apiKeysSchema.parse([entry])[0]).toEqual({ name: 'ios', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 })
   })
 
+  it("puts --tenant in the entry, and the key's caller carries it", async () => {
+    const { code, stdout } = await createKey('--name', 'shop-labels', '--tenant', 'shop', '--scopes', 'feedback', '--json')
+    expect(code).toBe(0)
+    const { key, entry } = JSON.parse(stdout) as { key: string; entry: unknown }
+    expect(entry).toEqual({ name: 'shop-labels', tenant: 'shop', hash: await hashApiKey(key), scopes: ['feedback'], rate_limit_per_minute: 600 })
+    const app = new Hono<AppEnv>()
+    app.use('*', isolate({ isolateFor: isolateCache() }), auth({ scope: 'feedback' }))
+    app.get('/', (c) => c.json(c.get('caller')))
+    const res = await app.request('/', { headers: { 'x-api-key': key } }, { API_KEYS: JSON.stringify([entry]) })
+    expect(await res.json()).toMatchObject({ name: 'shop-labels', tenant: 'shop' })
+  })
+
   it('refuses bad arguments with a helpful message and exit code 2', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['--scopes', 'predict'], /--name is required/],
       [['--name', 'web', '--scopes', 'predict,root'], /unknown scope "root" in --scopes; expected predict, admin/],
       [['--name', 'web', '--scopes', 'predict', '--rate', '1.5'], /--rate must be a positive whole number/],
       [['--name', 'has space', '--scopes', 'predict'], /--name must be 1-64 letters/],
+      [['--name', 'web', '--tenant', 'a:b', '--scopes', 'predict'], /--tenant must be 1-64 letters/],
       [['--name', 'web', '--name', 'ios', '--scopes', 'predict'], /--name is given more than once/],
       [['--name', 'web', '--scopes', 'predict', '--verbose'], /Unknown option '--verbose'/],
     ]
