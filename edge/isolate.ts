@@ -20,7 +20,7 @@ import { Reroutes } from './pipeline/route/reroutes.ts'
 import { type SchemaCache, createSchemaCache } from './pipeline/validate/compile-spec.ts'
 import { BackendMonitor } from './rollout/backend-monitor.ts'
 import { countedHistory } from './rollout/counted-history.ts'
-import { MemoryHistoryStore, type HistoryStore } from './rollout/history-store.ts'
+import { MemoryHistoryStore, type HistoryReader } from './rollout/history-store.ts'
 import type { MonitorSource } from './rollout/monitor-source.ts'
 import { withEdgeCounts } from './rollout/edge-counted-source.ts'
 import { MemoryRolloutStore, type RolloutStore } from './rollout/store.ts'
@@ -79,8 +79,8 @@ export interface Isolate {
   reader: ProtocolReader
   catalog: ModelCatalog
   rollouts: RolloutStore
-  /** Rollout decisions and changes, each counted in `requestMetrics`. */
-  history: HistoryStore
+  /** Rollout decisions and changes, recorded and counted in `requestMetrics` by `rollouts` with each change. */
+  history: HistoryReader
   /** Where the rollout controller reads each arm's window (the backend's drift reports, with the edge's own counts added); none without a backend. */
   monitor?: MonitorSource
   /** The backend's drift reports, for the admin drift route. */
@@ -175,6 +175,8 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   const catalog = parts.catalog ?? new ModelCatalog({ transport })
   const groundTruth = parts.groundTruth ?? (redis ? new UpstashGroundTruth(redis, bounded) : new MemoryGroundTruth())
+  // Without Redis, the rollout store appends each change's entry here, counted as it is.
+  const ownHistory = countedHistory(new MemoryHistoryStore(), requestMetrics)
   const backendSource = parts.monitor ?? drift
   // The backend counts what reached it; the edge adds what never did and the labels feedback brought.
   const monitor = backendSource && withEdgeCounts(backendSource, groundTruth, { threshold: async (model) => (await catalog.describe(model, `controller-${model}`)).postprocess?.threshold })
@@ -183,8 +185,8 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     transport,
     reader: parts.reader ?? http ?? noBackend,
     catalog,
-    rollouts: parts.rollouts ?? (redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore()),
-    history: countedHistory(parts.history ?? (redis ? new UpstashHistoryStore(redis, undefined, bounded) : new MemoryHistoryStore()), requestMetrics),
+    rollouts: parts.rollouts ?? (redis ? new CachedRolloutStore(new UpstashRolloutStore(redis, bounded)) : new MemoryRolloutStore({ history: ownHistory })),
+    history: parts.history ?? (redis ? new UpstashHistoryStore(redis, bounded) : ownHistory),
     ...(drift ? { drift } : {}),
     ...(monitor ? { monitor } : {}),
     limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),

@@ -49,7 +49,6 @@ export const createWorker = ({ parts, scheduledLog: log = console.log, webhook: 
         const webhook = env.ALERT_WEBHOOK_URL ? createWebhook({ log, ...delivery, url: env.ALERT_WEBHOOK_URL }) : undefined
         const controller = createController({
           rollouts: edge.rollouts,
-          history: edge.history,
           source,
           models: () => edge.transport.models(randomUuid()),
           config: controllerConfigFrom(env),

@@ -1,15 +1,15 @@
 import { randomUuid } from '../random-ids.ts'
-import { canaryArms } from './rollout.ts'
-import type { RolloutStore } from './store.ts'
+import { canaryArms, type Rollout } from './rollout.ts'
+import type { RolloutChange, RolloutStore } from './store.ts'
 import { controllerConfig, type ControllerConfig } from './controller-config.ts'
-import type { HistoryEntry, HistoryStore } from './history-store.ts'
+import type { HistoryEntry } from './history-store.ts'
 import type { MonitorSource } from './monitor-source.ts'
 import { decide, windowMinutes, type Decision } from './policy.ts'
 import { isRepeat, nextRollout } from './transition.ts'
 
 export interface ControllerOptions {
+  /** Where decisions are applied, and recorded in the history with them. */
   rollouts: RolloutStore
-  history: HistoryStore
   source: MonitorSource
   /** The models to look at; those whose rollout runs a canary are driven. */
   models: () => Promise<string[]>
@@ -19,6 +19,9 @@ export interface ControllerOptions {
   notify?: (entry: HistoryEntry) => void
   log?: (line: string) => void
 }
+
+/** Sends of one decision's write in a tick: its first, and resends with its id while no answer comes. */
+export const DECISION_SENDS = 3
 
 /**
  * What a tick did for one model with a canary: `applied` wrote and recorded a decision;
@@ -41,7 +44,6 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
  */
 export const createController = ({
   rollouts,
-  history,
   source,
   models,
   config = controllerConfig(),
@@ -57,13 +59,18 @@ export const createController = ({
     return outcome
   }
 
-  const record = async (entry: HistoryEntry) => {
-    try {
-      notify?.(entry)
-      await history.append(entry)
-    } catch (error) {
-      // The decision is applied either way; losing its record must not undo or repeat it.
-      log(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: entry.model, id: entry.id, error: messageOf(error) }))
+  /**
+   * Applies a decision with its history entry, resending the same change (same id) while Redis
+   * gives no answer: a write that landed late is then answered by its id, so the decision is
+   * recorded once and handed to `notify` once, instead of applied unseen.
+   */
+  const apply = async (model: string, expected: number, next: Rollout, change: RolloutChange): Promise<number | undefined> => {
+    for (let sent = 1; ; sent++) {
+      try {
+        return await rollouts.compareAndSet(model, expected, next, change)
+      } catch (error) {
+        if (sent >= DECISION_SENDS) throw error
+      }
     }
   }
 
@@ -76,11 +83,14 @@ export const createController = ({
     const { decision, streaks } = decide({ rollout: stored.rollout, stable, canary, config, now })
     const next = nextRollout(stored.rollout, decision, streaks, now)
     if (!next) return report({ model, outcome: 'unchanged', decision })
-    const revision = await rollouts.compareAndSet(model, stored.revision, next)
-    if (revision === undefined) return report({ model, outcome: 'conflict', decision })
-    if (isRepeat(stored.rollout, decision)) return report({ model, outcome: 'updated', decision, revision })
-    await record({
-      id: randomUuid(),
+    if (isRepeat(stored.rollout, decision)) {
+      const revision = await rollouts.compareAndSet(model, stored.revision, next)
+      return report(revision === undefined ? { model, outcome: 'conflict', decision } : { model, outcome: 'updated', decision, revision })
+    }
+    // Resends within this tick carry it; another run's decision on the same revision has its own and loses the compare-and-set.
+    const id = `controller:${randomUuid()}`
+    const entry: HistoryEntry = {
+      id,
       model,
       time: new Date(now).toISOString(),
       actor: 'controller',
@@ -89,9 +99,12 @@ export const createController = ({
       from_weight: decision.from_weight,
       to_weight: decision.to_weight,
       reason: decision.reason,
-      revision,
+      revision: stored.revision + 1,
       numbers: decision.numbers,
-    })
+    }
+    const revision = await apply(model, stored.revision, next, { id, entry })
+    if (revision === undefined) return report({ model, outcome: 'conflict', decision })
+    notify?.(entry)
     return report({ model, outcome: 'applied', decision, revision })
   }
 

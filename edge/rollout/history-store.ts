@@ -21,11 +21,15 @@ export interface HistoryEntry {
   numbers?: DecisionNumbers
 }
 
-/** Where the history lives: in the isolate by default, a capped Redis list when configured. */
-export interface HistoryStore {
-  append(entry: HistoryEntry): Promise<void>
+/** Where the history is read: in the isolate by default, a capped Redis list when configured. */
+export interface HistoryReader {
   /** Newest first. */
   list(model: string, limit: number): Promise<HistoryEntry[]>
+}
+
+/** A history the isolate's own rollout store appends to (with Redis, the rollout store's script writes the entries). */
+export interface HistoryStore extends HistoryReader {
+  append(entry: HistoryEntry): Promise<void>
 }
 
 /** Entries kept per model; older ones are dropped. */

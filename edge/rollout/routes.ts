@@ -4,11 +4,11 @@ import { HISTORY_CAP, type HistoryEntry } from './history-store.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'
 import { withLayout } from './bucket-layout.ts'
-import { rolloutSchema, type Rollout } from './rollout.ts'
+import { rolloutSchema, type Canary, type Rollout } from './rollout.ts'
 import { defaultRollout } from './store.ts'
-import { randomUuid } from '../random-ids.ts'
 import { formatPath, isRecord } from '../format.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
+import { bytesToHex } from '../pipeline/auth/api-key.ts'
 
 const etag = (revision: number) => `"r${revision}"`
 
@@ -23,6 +23,34 @@ const matchedRevision = (ifMatch: string, stored: number | undefined): number | 
   if (tags.some((tag) => tag === undefined)) throw new Problem(400, 'Bad Request', `If-Match must be "*" or ETags from GET, like "r${stored ?? 0}"`)
   const current = stored ?? 0
   return tags.some((tag) => Number(tag) === current) ? current : undefined
+}
+
+/** The revisions an If-Match's ETags name (none for `*`). */
+const taggedRevisions = (ifMatch: string): number[] =>
+  ifMatch.trim() === '*' ? [] : ifMatch.split(',').map((tag) => Number(/^"r(\d+)"$/.exec(tag.trim())?.[1]))
+
+/** The canary fields only the controller writes: a client setting them would steer its verdicts. */
+const CONTROLLER_FIELDS = ['step_started_at', 'critical_streak', 'clean_streak', 'last_reason'] as const
+
+/**
+ * Controller fields a PUT sets. Restating the running canary's as GET showed them is not setting
+ * them (a read-modify-write sends them back); any other value is refused.
+ */
+const controllerFieldErrors = (raw: unknown, running: Canary | undefined): FieldError[] => {
+  const canary = isRecord(raw) && isRecord(raw.canary) ? raw.canary : {}
+  const restated = (name: (typeof CONTROLLER_FIELDS)[number]) => running !== undefined && running.variant === canary.variant && running[name] === canary[name]
+  return CONTROLLER_FIELDS.filter((name) => Object.hasOwn(canary, name) && !restated(name))
+    .map((name) => ({ path: `canary.${name}`, message: 'is kept by the rollout controller; a PUT may leave it out or restate the stored value, not set it' }))
+}
+
+/**
+ * The id of a PUT's change: the same key sending the same rollout against the same revision is
+ * the same change, so a retry of a PUT whose answer was lost (a 503 after Redis applied it) is
+ * recognised by the store rather than refused with 412 or applied twice.
+ */
+const putChangeId = async (model: string, actor: string, expected: number, raw: unknown): Promise<string> => {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify([model, actor, expected, raw])))
+  return `rollout-put:${bytesToHex(new Uint8Array(digest))}`
 }
 
 /** Versions a rollout names that the backend does not serve. */
@@ -40,13 +68,13 @@ const unknownVersions = (rollout: Rollout, model: ModelDescription): FieldError[
 }
 
 /** A PUT's history entry: the canary arm's weights before and after, when either side runs a canary. */
-const manualEntry = (model: string, actor: string, before: Rollout | undefined, after: Rollout, revision: number): HistoryEntry => {
+const manualEntry = (id: string, model: string, actor: string, before: Rollout | undefined, after: Rollout, revision: number): HistoryEntry => {
   const variant = after.canary?.variant ?? before?.canary?.variant ?? null
   const weightOf = (rollout: Rollout | undefined) => rollout?.arms.find((a) => a.variant === variant)?.weight ?? null
   const reason = after.canary && !before?.canary ? `canary "${variant}" started by PUT`
     : before?.canary && !after.canary ? `canary "${variant}" ended by PUT`
     : 'rollout replaced by PUT'
-  return { id: randomUuid(), model, time: new Date().toISOString(), actor, action: 'manual', variant, from_weight: weightOf(before), to_weight: weightOf(after), reason, revision }
+  return { id, model, time: new Date().toISOString(), actor, action: 'manual', variant, from_weight: weightOf(before), to_weight: weightOf(after), reason, revision }
 }
 
 const DEFAULT_HISTORY_LIMIT = 100
@@ -86,7 +114,8 @@ export const rolloutRoutes = () =>
       // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
       const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { fresh: true })
       const body: unknown = jsonBody(c.get('bodyText'))
-      const parsed = rolloutSchema.safeParse(isRecord(body) && isRecord(body.rollout) ? body.rollout : body)
+      const raw = isRecord(body) && isRecord(body.rollout) ? body.rollout : body
+      const parsed = rolloutSchema.safeParse(raw)
       if (!parsed.success) {
         const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
         throw new Problem(400, 'Bad Request', 'the rollout is invalid', { slug: 'invalid-rollout', errors })
@@ -94,21 +123,33 @@ export const rolloutRoutes = () =>
       const unknown = unknownVersions(parsed.data, model)
       if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
       const stored = await rollouts.get(model.name, { fresh: true })
+      const kept = controllerFieldErrors(raw, stored?.rollout.canary)
+      if (kept.length > 0) throw new Problem(400, 'Bad Request', 'the rollout sets fields only the rollout controller keeps', { slug: 'invalid-rollout', errors: kept })
       const current = stored?.revision ?? 0
       const expected = matchedRevision(ifMatch, stored?.revision)
       const conflict = () => new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
+      const actor = c.var.caller?.name ?? 'admin'
       // The layout is derived from the revision it replaces, so that one must be the one just read.
-      if (expected === undefined) throw conflict()
       const rollout = withLayout(parsed.data, stored?.rollout)
-      const revision = await rollouts.compareAndSet(model.name, expected, rollout)
-      if (revision === undefined) throw conflict()
-      const entry = manualEntry(model.name, c.var.caller?.name ?? 'admin', stored?.rollout, rollout, revision)
-      await c.get('isolate').history.append(entry).catch((error: unknown) => {
-        // The change is made; a history outage must not report it as failed.
-        console.error(JSON.stringify({ level: 'error', msg: 'rollout history not recorded', model: model.name, id: entry.id, error: error instanceof Error ? error.message : String(error) }))
-      })
-      c.header('etag', etag(revision))
-      return c.json({ model: model.name, revision, source: 'stored', rollout })
+      // When If-Match names none of the stored revision, this may be the retry of a PUT that was
+      // applied after its answer was given up: each named revision's change is looked up by its
+      // id (the store applies nothing for an id it has not seen while the revision differs).
+      for (const from of expected === undefined ? taggedRevisions(ifMatch) : [expected]) {
+        const id = await putChangeId(model.name, actor, from, raw)
+        const revision = await rollouts.compareAndSet(model.name, from, rollout, { id, entry: manualEntry(id, model.name, actor, stored?.rollout, rollout, from + 1) })
+        if (revision === undefined) continue
+        if (from === current) {
+          c.header('etag', etag(revision))
+          return c.json({ model: model.name, revision, source: 'stored', rollout })
+        }
+        // A retry of a change already made: answered with what it made, while that is still what is stored.
+        if (stored && stored.revision === revision) {
+          c.header('etag', etag(revision))
+          return c.json({ model: model.name, revision, source: 'stored', rollout: stored.rollout })
+        }
+        throw new Problem(412, 'Precondition Failed', `this change was applied as revision ${revision}, and the rollout has changed since (now revision ${current}); read it again`, { slug: 'rollout-conflict' })
+      }
+      throw conflict()
     })
     .get('/v1/models/:model/rollout/history', async (c) => {
       // Mounted behind the admin scope like the rollout itself; should that guard ever be

@@ -1,15 +1,35 @@
 import type { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
+import { WRITE_ID_TTL_SECONDS, inDoubtAfter, writeIdKey } from '../../shared/write-once.ts'
+import { DECISIONS, REQUEST_METRICS_HASH, field } from '../pipeline/request-metrics/store.ts'
 import { Problem } from '../problem.ts'
+import { HISTORY_CAP } from './history-store.ts'
 import { rolloutSchema } from './rollout.ts'
 import type { Rollout } from './rollout.ts'
-import type { RolloutReadOptions, RolloutStore, StoredRollout } from './store.ts'
+import type { RolloutChange, RolloutReadOptions, RolloutStore, StoredRollout } from './store.ts'
+import { historyKey } from './upstash-history-store.ts'
 
-// Compare-and-set in one round trip: the revision check and the write cannot interleave with another writer.
+/**
+ * Compare-and-set in one round trip: the revision check and the write cannot interleave with
+ * another writer. With a change (ARGV[3] its entry), the same script checks the change's id
+ * first (KEYS[2]: the revision it made, when it was applied before), then appends the entry to
+ * the capped history (KEYS[3]) and counts it (KEYS[4], field ARGV[4]) beside the write, so a
+ * write that lands after its answer was given up is still recorded, and a resend of it is not.
+ */
 const COMPARE_AND_SET = `
+if ARGV[3] ~= '' then
+  local made = redis.call('GET', KEYS[2])
+  if made then return tonumber(made) end
+end
 local current = tonumber(redis.call('HGET', KEYS[1], 'revision') or '0')
 if current ~= tonumber(ARGV[1]) then return -1 end
 redis.call('HSET', KEYS[1], 'revision', current + 1, 'rollout', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[2], current + 1, 'EX', ARGV[6])
+  redis.call('LPUSH', KEYS[3], ARGV[3])
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
+  redis.call('HINCRBY', KEYS[4], ARGV[4], 1)
+end
 return current + 1`
 
 const key = (model: string) => `rollout:${model}`
@@ -24,9 +44,11 @@ const messageOf = (error: unknown): string =>
   error instanceof Error ? (error.cause === undefined ? error.message : messageOf(error.cause)) : String(error)
 
 /**
- * Rollout state in Redis hashes `rollout:{model}` (revision, rollout JSON), shared by every isolate.
- * A call Redis fails or does not answer within `timeoutMs` is a 503: a write that timed out may
- * still land, which the revision then tells the next writer.
+ * Rollout state in Redis hashes `rollout:{model}` (revision, rollout JSON), shared by every isolate;
+ * a change's history entry goes to the list `UpstashHistoryStore` reads, and its count to the
+ * request metrics' hash, in the same script. A call Redis fails or does not answer within
+ * `timeoutMs` is a 503 (its cause a `WriteInDoubt` for a write that timed out): such a write may
+ * still land, which its id then tells a resend.
  */
 export class UpstashRolloutStore implements RolloutStore {
   readonly #timeoutMs: number
@@ -35,8 +57,8 @@ export class UpstashRolloutStore implements RolloutStore {
     this.#timeoutMs = timeoutMs
   }
 
-  #bounded<T>(work: Promise<T>): Promise<T> {
-    return within(work, this.#timeoutMs).catch((error: unknown) => {
+  #bounded<T>(work: Promise<T>, writeId?: string): Promise<T> {
+    return (writeId === undefined ? within(work, this.#timeoutMs) : inDoubtAfter(writeId, this.#timeoutMs, work)).catch((error: unknown) => {
       // The detail is for clients: what Redis said stays out of it, kept as the cause for the log.
       const problem = new Problem(503, 'Service Unavailable', 'rollout state cannot be reached right now; retry shortly', { slug: 'rollout-unavailable', headers: { 'retry-after': '1' } })
       problem.cause = error
@@ -53,8 +75,17 @@ export class UpstashRolloutStore implements RolloutStore {
     return { rollout, revision: Number(stored.revision) }
   }
 
-  async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
-    const revision = Number(await this.#bounded(this.redis.eval(COMPARE_AND_SET, [key(model)], [String(expected), JSON.stringify(rollout)])))
+  async compareAndSet(model: string, expected: number, rollout: Rollout, change?: RolloutChange): Promise<number | undefined> {
+    const keys = [key(model), writeIdKey(change?.id ?? ''), historyKey(model), REQUEST_METRICS_HASH]
+    const args = [
+      String(expected),
+      JSON.stringify(rollout),
+      change ? JSON.stringify(change.entry) : '',
+      change ? field(DECISIONS, model, change.entry.action) : '',
+      String(HISTORY_CAP),
+      String(WRITE_ID_TTL_SECONDS),
+    ]
+    const revision = Number(await this.#bounded(this.redis.eval(COMPARE_AND_SET, keys, args), change?.id))
     return revision < 0 ? undefined : revision
   }
 }
@@ -115,11 +146,12 @@ export class CachedRolloutStore implements RolloutStore {
     this.unreadableSince = undefined
   }
 
-  async compareAndSet(model: string, expected: number, rollout: Rollout): Promise<number | undefined> {
-    const revision = await this.store.compareAndSet(model, expected, rollout)
-    // What was just written is known; after a lost race only the cached value's freshness is.
+  async compareAndSet(model: string, expected: number, rollout: Rollout, change?: RolloutChange): Promise<number | undefined> {
+    const revision = await this.store.compareAndSet(model, expected, rollout, change)
+    // What was just written is known; after a lost race, or a resend that an earlier attempt had
+    // applied (what it wrote may differ from `rollout`), only the cached value's freshness is.
     const hit = this.cache.get(model)
-    if (revision !== undefined) this.cache.set(model, { at: this.now(), value: { rollout, revision } })
+    if (revision !== undefined && !change) this.cache.set(model, { at: this.now(), value: { rollout, revision } })
     else if (hit) this.cache.set(model, { at: -Infinity, value: hit.value })
     return revision
   }

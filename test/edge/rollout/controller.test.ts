@@ -1,18 +1,18 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createController, type ControllerOptions, type TickOutcome } from '../../../edge/rollout/controller.ts'
+import { DECISION_SENDS, createController, type ControllerOptions, type TickOutcome } from '../../../edge/rollout/controller.ts'
 import { MemoryHistoryStore, type HistoryEntry } from '../../../edge/rollout/history-store.ts'
 import { rolloutSchema, type Rollout } from '../../../edge/rollout/rollout.ts'
-import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
+import { MemoryRolloutStore, type RolloutStore } from '../../../edge/rollout/store.ts'
 import { FakeMonitorSource, MINUTE, T0, canaryRollout, histogram, window, type WindowFor } from './support.ts'
 
 const MODEL = 'credit-risk'
 
 /** One model with a canary, one with a plain rollout and one with none, in memory stores. */
 const setup = async (rollout: Rollout, windowFor?: WindowFor) => {
-  const rollouts = new MemoryRolloutStore()
+  const history = new MemoryHistoryStore()
+  const rollouts = new MemoryRolloutStore({ history })
   await rollouts.compareAndSet(MODEL, 0, rollout)
   await rollouts.compareAndSet('plain', 0, rolloutSchema.parse({ salt: 's', arms: [{ variant: 'stable', version: 1, weight: 100 }] }))
-  const history = new MemoryHistoryStore()
   const source = new FakeMonitorSource(windowFor)
   const notified: HistoryEntry[] = []
   const lines: string[] = []
@@ -20,7 +20,6 @@ const setup = async (rollout: Rollout, windowFor?: WindowFor) => {
   const controller = (options: Partial<ControllerOptions> = {}) =>
     createController({
       rollouts,
-      history,
       source,
       models: async () => [MODEL, 'plain', 'unknown'],
       now: () => clock.now,
@@ -150,12 +149,42 @@ describe('controller tick', () => {
     expect(lines.map((l) => JSON.parse(l))).toContainEqual(expect.objectContaining({ level: 'error', model: 'broken', error: 'drift endpoint answered 503' }))
   })
 
-  it('keeps an applied decision when its history cannot be written', async () => {
-    const { tickAt, stored, controller, lines, notified } = await setup(canaryRollout(1, { clean_streak: 2 }))
-    const history = { append: async () => Promise.reject(new Error('redis down')), list: async () => [] }
-    expect((await tickAt(10, controller({ history }).tick)).map(summary)).toEqual(['applied step 1→5'])
-    expect((await stored()).rollout.arms[1].weight).toBe(5)
+  it('records and notifies a decision once when its write landed but the answer never came, by resending it with its id', async () => {
+    const { rollouts, tickAt, stored, controller, history, notified } = await setup(canaryRollout(1, { clean_streak: 2 }))
+    const sent: Array<string | undefined> = []
+    // The first send is applied, then its answer is lost: what a timed-out Redis call looks like.
+    const late: RolloutStore = {
+      get: (model) => rollouts.get(model),
+      async compareAndSet(model, expected, rollout, change) {
+        sent.push(change?.id)
+        const revision = await rollouts.compareAndSet(model, expected, rollout, change)
+        if (sent.length === 1) throw new Error('no answer from Redis within 200 ms')
+        return revision
+      },
+    }
+    expect((await tickAt(10, controller({ rollouts: late }).tick)).map(summary)).toEqual(['applied step 1→5'])
+    expect(sent).toHaveLength(2)
+    expect(sent[1]).toBe(sent[0])
+    expect((await stored()).revision).toBe(2)
+    expect((await history.list(MODEL, 10)).map((e) => `${e.action} r${e.revision}`)).toEqual(['step r2'])
     expect(notified.map((e) => e.action)).toEqual(['step'])
-    expect(lines.map((l) => JSON.parse(l))).toContainEqual(expect.objectContaining({ msg: 'rollout history not recorded', error: 'redis down' }))
+  })
+
+  it('gives up a decision after DECISION_SENDS sends without an answer, and a landed one is still recorded with its change', async () => {
+    const { rollouts, tickAt, stored, controller, history, notified } = await setup(canaryRollout(1, { clean_streak: 2 }))
+    let sends = 0
+    const silent: RolloutStore = {
+      get: (model) => rollouts.get(model),
+      async compareAndSet(model, expected, rollout, change) {
+        sends++
+        await rollouts.compareAndSet(model, expected, rollout, change)
+        throw new Error('no answer from Redis within 200 ms')
+      },
+    }
+    expect((await tickAt(10, controller({ rollouts: silent }).tick)).map(summary)).toEqual(['failed'])
+    expect(sends).toBe(DECISION_SENDS)
+    expect((await stored()).revision).toBe(2)
+    expect((await history.list(MODEL, 10)).map((e) => e.action)).toEqual(['step'])
+    expect(notified).toEqual([])
   })
 })

@@ -13,8 +13,8 @@ import { FakeMonitorSource, window } from './support.ts'
 const PATH = '/v1/models/credit-risk/rollout'
 const env = { BACKEND_URL: 'in-process-stand-in' }
 const keys = { predict: generateApiKey('test'), admin: generateApiKey('test') }
-const rollouts = new MemoryRolloutStore()
 const history = new MemoryHistoryStore()
+const rollouts = new MemoryRolloutStore({ history })
 let app: ReturnType<typeof createApp>
 
 const call = (method: string, path: string, key?: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -71,7 +71,7 @@ describe('GET /v1/models/{model}/rollout/history', () => {
   })
 
   it('lists manual changes and controller decisions newest first, with who, what, why and when', async () => {
-    const controller = createController({ rollouts, history, source: new FakeMonitorSource((version) => window(version, { nan_outputs: version === 2 ? 1 : 0 })), models: async () => ['credit-risk'], log: () => {} })
+    const controller = createController({ rollouts, source: new FakeMonitorSource((version) => window(version, { nan_outputs: version === 2 ? 1 : 0 })), models: async () => ['credit-risk'], log: () => {} })
     expect(await controller.tick()).toMatchObject([{ outcome: 'applied', decision: { action: 'rollback' } }])
     expect((await put({ salt: 'exp', arms: [{ variant: 'stable', version: 2, weight: 100 }] })).status).toBe(200)
 

@@ -166,3 +166,26 @@ describe('the versions a PUT may name', () => {
     }
   })
 })
+
+describe('the canary fields the controller keeps', () => {
+  it('are refused from a PUT that sets them, each named, and nothing changes', async () => {
+    const before = await revision()
+    const res = await request('PUT', { ...abWithCanary, canary: { ...abWithCanary.canary, last_reason: 'healthy at 1% for 10 min', step_started_at: 0, critical_streak: 7, clean_streak: 7 } })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ type: 'https://edge-infer.dev/problems/invalid-rollout', errors: [
+      { path: 'canary.step_started_at' },
+      { path: 'canary.critical_streak' },
+      { path: 'canary.clean_streak' },
+      { path: 'canary.last_reason' },
+    ] })
+    expect(await revision()).toBe(before)
+  })
+
+  it('may be restated as GET shows them for the running canary, not changed', async () => {
+    const stored = await put(abWithCanary)
+    expect(await put({ ...stored, pinnable: [1] })).toMatchObject({ canary: stored.canary })
+    const moved = await request('PUT', { ...stored, canary: { ...stored.canary, clean_streak: (stored.canary?.clean_streak ?? 0) + 3 } })
+    expect(moved.status).toBe(400)
+    expect(await moved.json()).toMatchObject({ errors: [{ path: 'canary.clean_streak', message: 'is kept by the rollout controller; a PUT may leave it out or restate the stored value, not set it' }] })
+  })
+})

@@ -30,9 +30,10 @@ afterAll(async () => {
   await receiver?.close()
 })
 
-/** A worker whose services have no history store of their own (the isolate-local one is shared) and, optionally, a monitor source. */
+/** A worker whose services have their own rollout and history stores and, optionally, a monitor source. */
 const workerWith = (monitorSource?: FakeMonitorSource) => {
-  const services = { transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore(), history: new MemoryHistoryStore(), ...(monitorSource ? { monitor: monitorSource } : {}) } satisfies IsolateParts
+  const history = new MemoryHistoryStore()
+  const services = { transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore({ history }), history, ...(monitorSource ? { monitor: monitorSource } : {}) } satisfies IsolateParts
   const lines: string[] = []
   // Backoff without waiting, so a failing delivery settles within the test.
   const worker = createWorker({ parts: { keys, ...services }, log: () => {}, scheduledLog: (line) => void lines.push(line), webhook: { sleep: async () => {} } })

@@ -1,13 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MemoryHistoryStore, type HistoryEntry } from '../../../edge/rollout/history-store.ts'
+import { HISTORY_CAP, MemoryHistoryStore, type HistoryEntry } from '../../../edge/rollout/history-store.ts'
+import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
+import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
 import { UpstashHistoryStore } from '../../../edge/rollout/upstash-history-store.ts'
+import { UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
 
 const TOKEN = 'history-store-test-token'
 let upstash: UpstashRedis
 
+const rollout = rolloutSchema.parse({ salt: 'exp', arms: [{ variant: 'stable', version: 1, weight: 100 }] })
+
 const entry = (model: string, n: number): HistoryEntry => ({
-  id: `id-${n}`,
+  id: `${model}:${n}`,
   model,
   time: new Date(Date.UTC(2026, 0, 1, 0, n)).toISOString(),
   actor: 'controller',
@@ -19,6 +24,9 @@ const entry = (model: string, n: number): HistoryEntry => ({
   revision: n,
 })
 
+/** The n-th change of `model`, from revision n - 1, with its entry. */
+const change = (model: string, n: number) => [model, n - 1, rollout, { id: `${model}:${n}`, entry: entry(model, n) }] as const
+
 beforeAll(async () => {
   upstash = await startUpstashRedis({ token: TOKEN })
 })
@@ -28,26 +36,43 @@ afterAll(async () => {
 })
 
 describe.each([
-  ['UpstashHistoryStore on a real redis-server', () => new UpstashHistoryStore(upstash.client, 5)],
-  ['MemoryHistoryStore', () => new MemoryHistoryStore(5)],
-])('%s', (_name, create) => {
+  ['on a real redis-server', () => ({ rollouts: new UpstashRolloutStore(upstash.client), history: new UpstashHistoryStore(upstash.client) })],
+  ['in memory', () => {
+    const history = new MemoryHistoryStore()
+    return { rollouts: new MemoryRolloutStore({ history }), history }
+  }],
+])('the history rollout changes record, %s', (_name, create) => {
   it('lists newest first, per model, capped', async () => {
-    const store = create()
+    const { rollouts, history } = create()
     const model = `m-${Math.random().toString(36).slice(2)}`
-    for (let n = 1; n <= 7; n++) await store.append(entry(model, n))
-    await store.append(entry(`${model}-other`, 99))
-    expect((await store.list(model, 100)).map((e) => e.id)).toEqual(['id-7', 'id-6', 'id-5', 'id-4', 'id-3'])
-    expect(await store.list(model, 2)).toEqual([entry(model, 7), entry(model, 6)])
-    expect(await store.list('never-seen', 10)).toEqual([])
+    for (let n = 1; n <= HISTORY_CAP + 2; n++) expect(await rollouts.compareAndSet(...change(model, n))).toBe(n)
+    await rollouts.compareAndSet(...change(`${model}-other`, 1))
+    const all = await history.list(model, HISTORY_CAP + 10)
+    expect(all).toHaveLength(HISTORY_CAP)
+    expect(all.at(-1)?.id).toBe(`${model}:3`)
+    expect(await history.list(model, 2)).toEqual([entry(model, HISTORY_CAP + 2), entry(model, HISTORY_CAP + 1)])
+    expect(await history.list('never-seen', 10)).toEqual([])
+  })
+
+  it('records a change once however often it is sent, and answers a resend with the revision it made', async () => {
+    const { rollouts, history } = create()
+    const model = `m-${Math.random().toString(36).slice(2)}`
+    expect(await rollouts.compareAndSet(...change(model, 1))).toBe(1)
+    expect(await rollouts.compareAndSet(...change(model, 2))).toBe(2)
+    // Sent again after its revision moved on: the revision it made, nothing applied.
+    expect(await rollouts.compareAndSet(...change(model, 1))).toBe(1)
+    expect((await history.list(model, 10)).map((e) => e.id)).toEqual([`${model}:2`, `${model}:1`])
+    // Another change from a stale revision is refused.
+    expect(await rollouts.compareAndSet(model, 0, rollout, { id: `${model}:other`, entry: entry(model, 9) })).toBeUndefined()
   })
 })
 
 describe('UpstashHistoryStore with foreign list members', () => {
   it('leaves out what is not an entry instead of failing the whole history', async () => {
-    const store = new UpstashHistoryStore(upstash.client, 10)
-    await store.append(entry('mixed', 1))
+    const rollouts = new UpstashRolloutStore(upstash.client)
+    await rollouts.compareAndSet(...change('mixed', 1))
     await upstash.client.lpush('rollout-history:mixed', '{"truncated": ', '"just a string"', JSON.stringify({ id: 'x' }))
-    await store.append(entry('mixed', 2))
-    expect((await store.list('mixed', 10)).map((e) => e.id)).toEqual(['id-2', 'id-1'])
+    await rollouts.compareAndSet(...change('mixed', 2))
+    expect((await new UpstashHistoryStore(upstash.client).list('mixed', 10)).map((e) => e.id)).toEqual(['mixed:2', 'mixed:1'])
   })
 })

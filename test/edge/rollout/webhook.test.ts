@@ -25,14 +25,13 @@ afterEach(async () => {
 })
 
 const controllerPostingTo = async (url: string, deliveries: Promise<boolean>[]) => {
-  const rollouts = new MemoryRolloutStore()
-  await rollouts.compareAndSet('credit-risk', 0, canaryRollout(1))
   const history = new MemoryHistoryStore()
+  const rollouts = new MemoryRolloutStore({ history })
+  await rollouts.compareAndSet('credit-risk', 0, canaryRollout(1))
   const webhook = createWebhook({ url, sleep, log: (l) => void lines.push(l) })
   const clock = { now: T0 }
   const controller = createController({
     rollouts,
-    history,
     source: new FakeMonitorSource((version) => window(version, { nan_outputs: clock.now >= T0 + 2 * MINUTE && version === 3 ? 1 : 0 })),
     models: async () => ['credit-risk'],
     now: () => clock.now,
