@@ -1,5 +1,6 @@
 import { Hono } from 'hono'
 import type { AppEnv } from '../env.ts'
+import { requestDeadline } from '../pipeline/forward/deadline.ts'
 import { defaultRollout } from '../rollout/store.ts'
 
 /** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, rollout, and features and labels when it has them (predict). */
@@ -7,11 +8,11 @@ export const catalogRoutes = () =>
   new Hono<AppEnv>()
   .get('/v1/models', async (c) => {
     const { transport } = c.get('isolate')
-    return c.json({ models: (await transport.models(c.get('requestId'))).map((name) => ({ name, href: `/v1/models/${name}` })) })
+    return c.json({ models: (await transport.models(c.get('requestId'), requestDeadline(c))).map((name) => ({ name, href: `/v1/models/${name}` })) })
   })
   .get('/v1/models/:model', async (c) => {
     const { catalog, rollouts } = c.get('isolate')
-    const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
+    const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { deadlineAt: requestDeadline(c) })
     const stored = await rollouts.get(model.name)
     const rollout = stored?.rollout ?? defaultRollout(model)
     return c.json({

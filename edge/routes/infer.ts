@@ -1,11 +1,10 @@
-import { HEADERS } from '../../shared/headers.ts'
 import type { InferRequest } from '../../shared/protocol.ts'
 import { isRecord } from '../format.ts'
 import type { Isolate } from '../isolate.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
 import type { CanaryFallbackOptions } from '../pipeline/forward/canary-fallback.ts'
-import { deadlineAt } from '../pipeline/forward/deadline.ts'
+import { requestDeadline } from '../pipeline/forward/deadline.ts'
 import { SERVED_BY_HEADER, servedBy } from '../pipeline/forward/fallback-transport.ts'
 import { routedCall } from '../pipeline/forward/routed-call.ts'
 import type { ModelVariables } from '../pipeline/model/index.ts'
@@ -16,8 +15,6 @@ import type { TraceVariables } from '../pipeline/trace/index.ts'
 import { Problem } from '../problem.ts'
 
 export interface InferOptions {
-  defaultDeadlineMs?: number
-  maxDeadlineMs?: number
   /** How a canary's failed call falls back to stable. */
   canaryFallback?: CanaryFallbackOptions
 }
@@ -33,7 +30,7 @@ type InferNeeds = RequestIdVariables & TraceVariables & BodyVariables & ModelVar
  * are (the edge does not know which tensor is a prediction, and the protocol carries non-finite
  * values a model may mean to send).
  */
-export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: InferOptions = {}): Responder<InferNeeds> =>
+export const infer = ({ canaryFallback }: InferOptions = {}): Responder<InferNeeds> =>
   async function infer(c) {
     const body: unknown = jsonBody(c.get('bodyText'))
     if (!isRecord(body) || !Array.isArray(body.inputs)) {
@@ -43,7 +40,7 @@ export const infer = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, cana
     const model = c.get('model').name
     const requestId = c.get('requestId')
     const request = { ...(body as unknown as InferRequest), id: typeof body.id === 'string' ? body.id : requestId }
-    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
+    const deadline = requestDeadline(c)
     const response = await routedCall(c, deadline, (version, at, traceparent) => transport.infer({ model, version, request, requestId, deadlineAt: at, traceparent }), canaryFallback)
     const res = c.json(response)
     res.headers.set(SERVED_BY_HEADER, servedBy(response))

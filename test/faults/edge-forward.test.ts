@@ -11,6 +11,7 @@ import { ModelCatalog } from '../../edge/pipeline/model/catalog.ts'
 import { MemoryGroundTruth } from '../../edge/quality/store.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
 import { applicant, creditRequest } from '../backend/support/applicants.ts'
+import { until } from '../backend/support/backend-process.ts'
 import { freePort } from '../support/ports.ts'
 import { demoMetadata, startStubBackend, type StubBackend } from './support/stub-backend.ts'
 
@@ -72,5 +73,43 @@ describe('calls the backend never answered are counted against their version on 
     expect(await edge.edgeFailures()).toBe(1)
     expect((await edge.send(`/v1/models/${MODEL}/predict`, predictBody)).status).toBe(503)
     expect(await edge.edgeFailures()).toBe(2)
+  })
+})
+
+describe('the request\'s deadline bounds every wait, the model\'s description included', () => {
+  let stalled: StubBackend
+  let app: ReturnType<typeof createApp>
+  let env: Record<string, string>
+
+  beforeAll(async () => {
+    // Accepts every request and never answers: the backend of a hung pod.
+    stalled = await startStubBackend(() => 'stall')
+    env = { BACKEND_URL: stalled.url, API_KEYS: JSON.stringify([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1_000 }]) }
+    app = createApp()
+  })
+
+  afterAll(async () => {
+    await stalled?.close()
+  })
+
+  const send = (path: string, body: unknown, deadlineMs: number) =>
+    app.request(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-deadline-ms': String(deadlineMs) } }, env)
+
+  it.each([
+    ['predict', `/v1/models/${MODEL}/predict`, predictBody],
+    ['the tensor route', `/v2/models/${MODEL}/infer`, tensorBody],
+  ])('%s: a cold catalog asks the backend with what remains of a 300 ms deadline, and the request gets 504 when it is spent', async (_route, path, body) => {
+    const before = stalled.seen.length
+    const started = Date.now()
+    const res = await send(path, body, 300)
+    expect(res.status).toBe(504)
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/within the request's deadline/)
+    const asked = stalled.seen.slice(before)
+    expect(asked.map((r) => r.path)).toEqual([`/v2/models/${MODEL}`])
+    // The metadata call was given the request's budget, not the catalog's own 5 s: the backend was told so, and the edge let go of it.
+    expect(asked[0].deadlineMs).toBeLessThanOrEqual(300)
+    await until(() => asked[0].abandoned)
+    // A sanity bound only, far above both the deadline and the old 5 s wait; the assertions above are the test.
+    expect(Date.now() - started).toBeLessThan(30_000)
   })
 })

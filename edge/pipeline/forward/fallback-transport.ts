@@ -90,13 +90,13 @@ export class FallbackTransport implements Transport {
     }
   }
 
-  models(requestId: string): Promise<string[]> {
-    return this.primary.models(requestId)
+  models(requestId: string, deadlineAt?: number): Promise<string[]> {
+    return this.primary.models(requestId, deadlineAt)
   }
 
-  async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
+  async metadata(model: string, requestId: string, deadlineAt?: number): Promise<BackendModelMetadata> {
     try {
-      const metadata = await this.primary.metadata(model, requestId)
+      const metadata = await this.primary.metadata(model, requestId, deadlineAt)
       this.stale.delete(model)
       this.stale.set(model, metadata)
       if (this.stale.size > this.maxStaleModels) this.stale.delete(this.stale.keys().next().value!)

@@ -25,8 +25,8 @@ export interface HttpTransportOptions {
   now?: () => number
 }
 
-/** How long a metadata, model-list, readiness or health call may take. */
-const REPOSITORY_TIMEOUT_MS = 5_000
+/** How long a metadata, model-list or protocol read may take, whatever the caller's deadline. */
+export const REPOSITORY_TIMEOUT_MS = 5_000
 
 /** What `send` sends; the deadline header is added per attempt, with what remains. */
 interface Outgoing {
@@ -49,8 +49,14 @@ export class BackendRefusal extends Problem {
  */
 export class Unanswered extends BackendRefusal {}
 
-/** The caller's deadline passed before `tier` answered. */
-export const deadlinePassed = (tier: string): BackendRefusal => new Unanswered(504, `no answer from the ${tier} within the request's deadline`)
+/** `limit` (the caller's deadline, unless named) passed before `tier` answered. */
+export const deadlinePassed = (tier: string, limit = "the request's deadline"): BackendRefusal => new Unanswered(504, `no answer from the ${tier} within ${limit}`)
+
+/** When a call that may take at most REPOSITORY_TIMEOUT_MS gives up, and what a timeout then blames. */
+interface Budget {
+  deadlineAt: number
+  limit?: string
+}
 
 /**
  * How the edge passes on an inference tier's refusal of an infer call, whichever tier it was:
@@ -117,21 +123,21 @@ export class HttpTransport implements Transport, ProtocolReader {
     }
     // The URL names target, model and version; a 503 "not ready" counts against that version only.
     const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
-    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, call.deadlineAt, breaker)
+    const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, { deadlineAt: call.deadlineAt }, breaker)
     if (res.ok) return (await res.json()) as InferResponse
     throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 
-  async metadata(model: string, requestId: string): Promise<BackendModelMetadata> {
-    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
+  async metadata(model: string, requestId: string, deadlineAt?: number): Promise<BackendModelMetadata> {
+    const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
     if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     return (await res.json()) as BackendModelMetadata
   }
 
-  async models(requestId: string): Promise<string[]> {
-    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.repositoryBreaker())
+  async models(requestId: string, deadlineAt?: number): Promise<string[]> {
+    const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.repositoryBreaker())
     if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
@@ -142,13 +148,19 @@ export class HttpTransport implements Transport, ProtocolReader {
    * A metadata, readiness or health read, answered as the backend answered it, a model's or the
    * server's "not ready" (503 with `ready: false`) included; its refusals are mapped as infer's are.
    */
-  async read(path: string, requestId: string): Promise<BackendAnswer> {
+  async read(path: string, requestId: string, deadlineAt?: number): Promise<BackendAnswer> {
     const url = `${this.baseUrl}${path}`
     // One circuit per read: a version answering "not ready" must not open the circuit of health or of other models.
-    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.now() + REPOSITORY_TIMEOUT_MS, this.readBreakers(url))
+    const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.readBreakers(url))
     const body = await jsonOf(res)
     if (res.status === 200 || (res.status === 503 && isRecord(body) && body.ready === false)) return { status: res.status, body }
     throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)
+  }
+
+  /** The caller's deadline, or REPOSITORY_TIMEOUT_MS from now when that comes first (and is then what a timeout names). */
+  private repositoryBudget(deadlineAt: number | undefined): Budget {
+    const bound = this.now() + REPOSITORY_TIMEOUT_MS
+    return deadlineAt !== undefined && deadlineAt <= bound ? { deadlineAt } : { deadlineAt: bound, limit: `${REPOSITORY_TIMEOUT_MS / 1_000} s` }
   }
 
   /** The model list and metadata: one circuit per target, apart from every version's infer calls. */
@@ -161,14 +173,14 @@ export class HttpTransport implements Transport, ProtocolReader {
    * allow a retry; when they do not, the last answer stands. Each attempt tells the backend what
    * remains of the deadline, so its queue drops the request when the caller has stopped waiting.
    */
-  private async send(url: string, outgoing: Outgoing, deadlineAt: number, breaker: CircuitBreaker): Promise<Response> {
+  private async send(url: string, outgoing: Outgoing, { deadlineAt, limit }: Budget, breaker: CircuitBreaker): Promise<Response> {
     const left = () => deadlineAt - this.now()
-    if (left() < 1) throw deadlinePassed('inference tier')
+    if (left() < 1) throw deadlinePassed('inference tier', limit)
     if (!breaker.allow()) {
       throw new Unanswered(503, 'inference tier unavailable (circuit open)', String(breaker.retryAfterSeconds()))
     }
     for (let attempt = 0; ; attempt++) {
-      const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker)
+      const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker, limit)
       const unavailable = answer.status === 503
       if (!unavailable || attempt >= this.retries || left() < 1 || !breaker.allow()) {
         if (answer instanceof Response) return answer
@@ -182,14 +194,14 @@ export class HttpTransport implements Transport, ProtocolReader {
    * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
    * anything else happens: a probe that reported nothing would hold the circuit half-open.
    */
-  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker): Promise<Response | BackendRefusal> {
+  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker, limit?: string): Promise<Response | BackendRefusal> {
     let res: Response
     try {
       res = await this.fetcher(url, { ...outgoing, headers: { ...headers, ...this.authorization, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
     } catch (err) {
       breaker.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-      if (timedOut) return deadlinePassed('inference tier')
+      if (timedOut) return deadlinePassed('inference tier', limit)
       return new Unanswered(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
     }
     if (res.status >= 500 && res.status !== 504) breaker.failure()

@@ -1,5 +1,4 @@
 import { type FeatureSpec, encodeInstance, specWidth } from '../../../shared/feature-spec.ts'
-import { HEADERS } from '../../../shared/headers.ts'
 import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
 import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
@@ -11,7 +10,7 @@ import type { Stage } from '../stage.ts'
 import type { TraceVariables } from '../trace/index.ts'
 import type { ValidateVariables } from '../validate/index.ts'
 import type { CanaryFallbackOptions } from './canary-fallback.ts'
-import { deadlineAt } from './deadline.ts'
+import { requestDeadline } from './deadline.ts'
 import { dedupeInstances } from './dedupe.ts'
 import { routedCall } from './routed-call.ts'
 
@@ -42,9 +41,6 @@ export type ForwardNeeds = RequestIdVariables &
   RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport' | 'requestMetrics' | 'groundTruth'> }
 
 export interface ForwardOptions {
-  /** Deadline when the client sends no X-Request-Deadline-Ms. */
-  defaultDeadlineMs?: number
-  maxDeadlineMs?: number
   /** How a canary's failed call falls back to stable. */
   canaryFallback?: CanaryFallbackOptions
 }
@@ -64,7 +60,7 @@ const widthOf = (spec: FeatureSpec): number => {
  * canary's error or non-finite output is retried on stable (`withCanaryFallback`). A call left
  * unanswered (edge timeout, open circuit, unreachable) is counted against its version.
  */
-export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
+export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
   async function forward(c, next) {
     const model = c.get('model')
     const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
@@ -81,8 +77,7 @@ export const forward = ({ defaultDeadlineMs = 10_000, maxDeadlineMs = 60_000, ca
       inputs: [{ name: model.spec.input, shape: [unique.length, width], datatype: 'FP32', data }],
       outputs: [{ name: model.postprocess.output }],
     }
-    // Counted from arrival: time spent in auth, limits, enrichment and a cold catalog is the client's too.
-    const deadline = deadlineAt(c.req.header(HEADERS.deadlineMs), c.get('receivedAt'), defaultDeadlineMs, maxDeadlineMs)
+    const deadline = requestDeadline(c)
     const forwarded = Date.now()
     const { transport } = c.get('isolate')
     const { response, predictions } = await routedCall(c, deadline, async (version, deadlineAt, traceparent) => {

@@ -47,9 +47,10 @@ export interface BackendModelMetadata extends ModelMetadata {
 export interface Transport {
   readonly name: string
   infer(call: InferCall): Promise<InferResponse>
-  metadata(model: string, requestId: string): Promise<BackendModelMetadata>
+  /** `deadlineAt`: when the caller stops waiting (epoch ms); the tier's own bound applies either way. */
+  metadata(model: string, requestId: string, deadlineAt?: number): Promise<BackendModelMetadata>
   /** Names of the models the tier holds. */
-  models(requestId: string): Promise<string[]>
+  models(requestId: string, deadlineAt?: number): Promise<string[]>
 }
 
 /** A backend answer the edge passes on as it is: its status and its JSON body. */
@@ -63,6 +64,6 @@ export interface BackendAnswer {
  * Lambda tier serves inference only, so these are not part of `Transport`.
  */
 export interface ProtocolReader {
-  /** GETs `path` (e.g. `/v2/health/ready`) from the backend. */
-  read(path: string, requestId: string): Promise<BackendAnswer>
+  /** GETs `path` (e.g. `/v2/models/m/ready`) from the backend, waiting until `deadlineAt` at most. */
+  read(path: string, requestId: string, deadlineAt?: number): Promise<BackendAnswer>
 }
