@@ -5,6 +5,9 @@ import type { Bindings } from '../env.ts'
 export const QUALITY_METRICS = ['accuracy', 'roc_auc', 'log_loss'] as const
 export type QualityMetric = (typeof QUALITY_METRICS)[number]
 
+/** The longest window the backend's drift reports cover (it keeps 180 minutes of counts, and refuses longer windows). */
+export const BACKEND_MAX_WINDOW_MINUTES = 180
+
 const steps = z
   .array(z.number().gt(0).max(100))
   .min(1)
@@ -37,7 +40,7 @@ const configSchema = z
     p95Ratio: z.number().min(1).default(1.5),
     p95SlackMs: z.number().min(0).default(5),
     /** Longest window read: the window is the time since the step started, clamped to [1, this] minutes. */
-    maxWindowMinutes: z.number().int().min(1).default(60),
+    maxWindowMinutes: z.number().int().min(1).max(BACKEND_MAX_WINDOW_MINUTES, `the backend reports windows of at most ${BACKEND_MAX_WINDOW_MINUTES} minutes`).default(60),
     /** Labelled rows (feedback) each arm needs in a window before realized quality can roll the canary back. */
     minLabels: z.number().int().min(1).default(200),
     /** The realized-quality figure compared, canary against stable. */

@@ -35,4 +35,9 @@ describe('controller config', () => {
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_QUALITY_METRIC: 'f1' })).toThrow(/CONTROLLER_QUALITY_METRIC/)
     expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_PSI_CRITICAL: '0.05' })).toThrow(/CONTROLLER_PSI_CRITICAL: must be at least the warning threshold/)
   })
+  it('bounds CONTROLLER_MAX_WINDOW_MINUTES at the 180 minutes the backend reports on', () => {
+    expect(controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_MAX_WINDOW_MINUTES: '180' }).maxWindowMinutes).toBe(180)
+    expect(() => controllerConfigFrom({ BACKEND_URL: 'x', CONTROLLER_MAX_WINDOW_MINUTES: '181' })).toThrow(/CONTROLLER_MAX_WINDOW_MINUTES: the backend reports windows of at most 180 minutes/)
+    expect(() => controllerConfig({ maxWindowMinutes: 240 })).toThrow(/at most 180 minutes/)
+  })
 })
