@@ -59,6 +59,15 @@ describe('rollback rules', () => {
     expect(decide(input({ config: byLoss, stable, canary: window(3, { realized: { ...figures(500, 0.82), log_loss: 0.12 } }) })).decision.action).toBe('step')
   })
 
+  it('keeps a canary exactly at the quality margin and rolls back one just past it (figures exact in binary)', () => {
+    const figures = (accuracy: number) => ({ labels: 500, accuracy, roc_auc: accuracy, log_loss: 1 - accuracy, ece: 0.01 })
+    const margined = { ...config, qualityMargin: 0.0625 }
+    const stable = window(2, { realized: figures(0.75) })
+    // 0.75 - 0.6875 is exactly 0.0625: "more than the margin" is strict.
+    expect(decide(input({ config: margined, stable, canary: window(3, { realized: figures(0.6875) }) })).decision.action).toBe('step')
+    expect(decide(input({ config: margined, stable, canary: window(3, { realized: figures(0.6796875) }) })).decision.action).toBe('rollback')
+  })
+
   it('counts calls that failed at the edge into the error rate it quotes', () => {
     const { decision } = decide(input({ stable: window(2, { requests: 1_000, errors: 0 }), canary: window(3, { requests: 300, errors: 100, edge_failures: 100 }) }))
     expect(decision).toMatchObject({ action: 'rollback' })
