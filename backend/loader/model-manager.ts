@@ -6,20 +6,50 @@ import type { Metrics } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
 import type { ModelOnDisk, Repository } from '../repository/repository.ts'
-import { ModelVersion, versionNotReady } from './model-version.ts'
-import type { PlacementSetting } from './placement.ts'
+import { ModelVersion, versionNotReady, type LoadOptions } from './model-version.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 
-export interface ModelManagerOptions {
-  batching: boolean
+export interface ModelManagerOptions extends Omit<LoadOptions, 'onBroken'> {
   memoryBudgetBytes: number
   logger: Logger
   metrics?: Metrics
   drift?: DriftMonitor
   tracing?: Tracing
-  /** Where each version's sessions run; see startExecutor. */
-  placement?: PlacementSetting
-  mainThreadMaxUs?: number
+  /** Waits between load attempts of a model that does not serve: `firstMs`, doubled per failure up to `maxMs`. */
+  retryBackoff?: { firstMs: number; maxMs: number }
+  /** Clock of the backoff, in ms (tests). */
+  now?: () => number
+}
+
+export const DEFAULT_RETRY_BACKOFF = { firstMs: 1_000, maxMs: 60_000 }
+
+/** What a load did to one version of the model. */
+export interface VersionOutcome {
+  version: number
+  /**
+   * `loaded`: a fresh copy serves now; `kept`: the serving copy already matches the disk, or a
+   * version the policy no longer selects serves on until its successors are ready; `refused`:
+   * its files do not verify; `failed`: they verify but did not load; `retired`: no longer selected.
+   */
+  state: 'loaded' | 'kept' | 'refused' | 'failed' | 'retired'
+  reason?: string
+  /** For `refused` and `failed`: an earlier copy of the version serves on. */
+  serving_previous?: boolean
+}
+
+/** The answer to a load: `ok` unless nothing serves or none of the versions that needed loading loaded. */
+export interface LoadReport {
+  model: string
+  ok: boolean
+  /** Why the model as a whole could not load (its config, or the repository unreadable). */
+  error?: string
+  versions: VersionOutcome[]
+}
+
+/** Readiness, and while not ready, what it waits for. */
+export interface Readiness {
+  ready: boolean
+  waiting: string[]
 }
 
 /** One row of the repository index (Triton's shape: name, version, state, reason). */
@@ -48,6 +78,12 @@ interface ModelSlot {
   unloaded: boolean
   /** The first load has finished (successfully or not): readiness waits for it. */
   settled: boolean
+  /**
+   * Set while the model does not serve (or a serving version is broken): failed attempts so far
+   * and when the next may start. Requests meanwhile get 503 with the time left as Retry-After;
+   * with `timer`, the attempt starts unasked.
+   */
+  retry?: { failures: number; at: number; timer?: NodeJS.Timeout }
 }
 
 const VERSION = /^[1-9][0-9]{0,8}$/
@@ -58,6 +94,10 @@ const parseVersion = (version: string | undefined): number | undefined => {
   if (!VERSION.test(version)) throw new InferenceError(400, `version ${quoteInput(version)} is not a version number (a positive integer of at most 9 digits)`, {}, 'invalid_request')
   return Number(version)
 }
+
+/** Why a version the policy no longer selects still serves. */
+const servingUntil = (successors: number[]): string =>
+  `not selected by the version policy; serving until version${successors.length > 1 ? 's' : ''} ${successors.join(', ')} ${successors.length > 1 ? 'are' : 'is'} ready`
 
 /**
  * The loader: brings model versions from the repository into service and out again. Models
@@ -70,8 +110,15 @@ export class ModelManager {
   /** Pinned models, known once start() has read the repository; until then nothing is ready. */
   private pinned: string[] | undefined
   private shuttingDown = false
+  private readonly now: () => number
+  private readonly backoff: { firstMs: number; maxMs: number }
+  private readonly loadOptions: LoadOptions
 
-  constructor(readonly repository: Repository, private readonly options: ModelManagerOptions) {}
+  constructor(readonly repository: Repository, private readonly options: ModelManagerOptions) {
+    this.now = options.now ?? Date.now
+    this.backoff = options.retryBackoff ?? DEFAULT_RETRY_BACKOFF
+    this.loadOptions = { ...options, onBroken: (version) => this.broke(version) }
+  }
 
   /** Loads every pinned model; the server is ready when they all serve. */
   async start(): Promise<void> {
@@ -84,10 +131,23 @@ export class ModelManager {
   }
 
   ready(): boolean {
-    return !this.shuttingDown && this.pinned !== undefined && this.pinned.every((name) => {
+    return this.readiness().ready
+  }
+
+  /**
+   * Ready when every pinned model serves and none of its serving versions is broken: a pod whose
+   * pinned version answers only 503 leaves the rotation while the manager reloads it.
+   */
+  readiness(): Readiness {
+    if (this.shuttingDown) return { ready: false, waiting: ['shutting down'] }
+    if (this.pinned === undefined) return { ready: false, waiting: ['the repository has not been read yet'] }
+    const waiting = this.pinned.flatMap((name) => {
       const slot = this.slots.get(name)
-      return slot !== undefined && slot.settled && slot.serving.size > 0
+      if (!slot || !slot.settled) return [`model "${name}" is loading`]
+      const broken = [...slot.serving.values()].flatMap((v) => (v.broken === undefined ? [] : [`model "${name}" version ${v.version} is broken: ${v.broken}`]))
+      return broken.length === 0 && this.pick(slot) === undefined ? [`model "${name}" has no version ready`] : broken
     })
+    return { ready: waiting.length === 0, waiting }
   }
 
   /**
@@ -115,7 +175,9 @@ export class ModelManager {
     if (slot.unloaded) throw unavailable(`model "${name}" is unloaded; load it through the repository API`)
     let chosen = this.pick(slot, wanted)
     if (!chosen) {
-      if (slot.serving.size === 0 && !slot.loading) void this.enqueue(slot, () => this.sync(slot))
+      // Nothing serves: load, unless an attempt failed and its backoff has not passed.
+      const waiting = slot.retry !== undefined && slot.retry.at > this.now()
+      if (this.pick(slot) === undefined && !slot.loading && !waiting) void this.attempt(slot)
       await slot.queue
       chosen = this.pick(slot, wanted)
     }
@@ -123,33 +185,36 @@ export class ModelManager {
       slot.config = slot.config ?? chosen.config
       return chosen
     }
-    if (slot.error) throw unavailable(`model "${name}" cannot load: ${slot.error}`)
+    const retryAfterS = slot.retry && Math.max(1, Math.ceil((slot.retry.at - this.now()) / 1000))
+    // Clients get fixed refusals: the reasons name files, paths and hashes, so they go only to the
+    // logs (when the load fails) and the admin's repository index.
+    if (slot.error) throw unavailable(`model "${name}" cannot load`, retryAfterS)
     if (wanted !== undefined) {
       const failure = slot.failures.get(wanted)
-      if (failure) throw versionNotReady(name, wanted, failure)
+      if (failure) throw versionNotReady(name, wanted, retryAfterS)
       throw notFound(`model "${name}" has no version ${wanted} available`)
     }
-    const reasons = [...slot.failures].map(([v, why]) => `version ${v}: ${why}`).join('; ')
-    throw unavailable(`model "${name}" has no version ready${reasons ? ` (${reasons})` : ''}`)
+    throw unavailable(`model "${name}" has no version ready`, retryAfterS)
   }
 
-  /** Loads a model, or reloads it from disk beside the serving versions. */
-  async load(name: string): Promise<void> {
+  /**
+   * Loads a model, or reloads it from disk beside the serving versions, now (whatever the
+   * backoff); says what happened to each version.
+   */
+  async load(name: string): Promise<LoadReport> {
     if (this.shuttingDown) throw unavailable('server is shutting down', 1)
     if (!(await this.repository.has(name))) {
       // Gone from disk: whatever still serves it is retired.
       const stale = this.slots.get(name)
-      if (stale) await this.enqueue(stale, () => this.sync(stale))
+      if (stale) await this.attempt(stale)
       throw notFound(`unknown model ${quoteInput(name)}`)
     }
     const slot = this.slot(name)
     slot.unloaded = false
-    await this.enqueue(slot, () => this.sync(slot))
-    if (slot.error) throw new InferenceError(400, `model "${name}" failed to load: ${slot.error}`, {}, 'load_failed')
-    if (slot.serving.size === 0) {
-      const reasons = [...slot.failures].map(([v, why]) => `version ${v}: ${why}`).join('; ')
-      throw new InferenceError(400, `model "${name}" has no loadable version${reasons ? `: ${reasons}` : ''}`, {}, 'load_failed')
-    }
+    const versions = await this.attempt(slot)
+    const needed = versions.filter((v) => v.state === 'loaded' || v.state === 'refused' || v.state === 'failed')
+    const ok = slot.error === undefined && this.pick(slot) !== undefined && (needed.length === 0 || needed.some((v) => v.state === 'loaded'))
+    return { model: name, ok, ...(slot.error === undefined ? {} : { error: slot.error }), versions }
   }
 
   /** Unloads every version of a model once its accepted requests are answered. */
@@ -158,6 +223,8 @@ export class ModelManager {
     if (!slot && !(await this.repository.has(name))) throw notFound(`unknown model ${quoteInput(name)}`)
     if (!slot) return
     slot.unloaded = true
+    clearTimeout(slot.retry?.timer)
+    slot.retry = undefined
     await this.enqueue(slot, () => this.retireAll(slot, 'unloaded'))
   }
 
@@ -207,6 +274,7 @@ export class ModelManager {
   /** Stops admitting and answers everything accepted; resolves when all sessions are released. */
   async shutdown(): Promise<void> {
     this.shuttingDown = true
+    for (const slot of this.slots.values()) clearTimeout(slot.retry?.timer)
     await Promise.all([...this.slots.values()].map((slot) => this.enqueue(slot, () => this.retireAll(slot, 'shutdown'))))
   }
 
@@ -228,7 +296,7 @@ export class ModelManager {
   }
 
   /** Runs lifecycle work for a model after what is already queued; never rejects (a fault is the model's error). */
-  private enqueue(slot: ModelSlot, work: () => Promise<void>): Promise<void> {
+  private enqueue(slot: ModelSlot, work: () => Promise<unknown>): Promise<void> {
     const run = async () => {
       slot.loading = true
       try {
@@ -244,18 +312,60 @@ export class ModelManager {
     return slot.queue
   }
 
+  /** One sync in the model's turn, then its retry schedule; resolves with what happened per version. */
+  private attempt(slot: ModelSlot): Promise<VersionOutcome[]> {
+    let outcomes: VersionOutcome[] = []
+    return this.enqueue(slot, async () => {
+      try {
+        outcomes = await this.sync(slot)
+      } finally {
+        this.scheduleRetry(slot)
+      }
+    }).then(() => outcomes)
+  }
+
+  /**
+   * After an attempt: a model that serves with no broken version needs no retry; otherwise the
+   * next attempt may start after the backoff, and starts by itself for a pinned model or a
+   * broken version (no traffic would ask for them: readiness is off, or the version is avoided).
+   */
+  private scheduleRetry(slot: ModelSlot): void {
+    clearTimeout(slot.retry?.timer)
+    const broken = [...slot.serving.values()].some((v) => v.broken !== undefined)
+    if (this.shuttingDown || slot.unloaded || this.slots.get(slot.name) !== slot || (!broken && this.pick(slot) !== undefined)) {
+      slot.retry = undefined
+      return
+    }
+    const failures = (slot.retry?.failures ?? 0) + 1
+    const waitMs = Math.min(this.backoff.firstMs * 2 ** (failures - 1), this.backoff.maxMs)
+    slot.retry = { failures, at: this.now() + waitMs }
+    if (broken || this.pinned?.includes(slot.name)) {
+      slot.retry.timer = setTimeout(() => void this.attempt(slot), waitMs)
+      slot.retry.timer.unref()
+    }
+  }
+
+  /** A serving version lost its last inference instance: shown in metrics and readiness, reloaded with backoff. */
+  private broke(version: ModelVersion): void {
+    const slot = this.slots.get(version.model)
+    const labels = { model: version.model, version: String(version.version) }
+    this.options.metrics?.versionBroken.set(labels, 1)
+    this.options.logger.error('model version broken; reloading it with backoff', { ...labels, reason: version.broken })
+    if (slot?.serving.get(version.version) === version && slot.retry === undefined) this.scheduleRetry(slot)
+  }
+
   /** Makes the serving set match the repository: loads new or changed versions beside the old, retires the rest. */
-  private async sync(slot: ModelSlot): Promise<void> {
+  private async sync(slot: ModelSlot): Promise<VersionOutcome[]> {
     const disk = await this.repository.read(slot.name)
     if (!disk) {
       await this.retireAll(slot, 'removed from the repository')
       this.slots.delete(slot.name)
-      return
+      return []
     }
     if (disk.config === undefined) {
       slot.error = disk.error
       this.options.logger.warn('model config refused', { model: slot.name, reason: disk.error })
-      return
+      return []
     }
     slot.error = undefined
     const config = disk.config
@@ -263,26 +373,33 @@ export class ModelManager {
     const configChanged = slot.configKey !== undefined && slot.configKey !== configKey
     // Newest first: it is the one unversioned traffic goes to.
     const targets = disk.versions.filter((v) => v.selected).sort((a, b) => b.version - a.version)
+    const outcomes: VersionOutcome[] = []
     for (const target of targets) {
-      const current = slot.serving.get(target.version)
+      const { version } = target
+      const current = slot.serving.get(version)
+      const servingPrevious = current !== undefined && current.broken === undefined
       if (!target.verified) {
-        slot.failures.set(target.version, target.reason)
-        this.options.logger.warn('model version refused', { model: slot.name, version: target.version, reason: target.reason, serving_previous: Boolean(current) })
+        slot.failures.set(version, target.reason)
+        outcomes.push({ version, state: 'refused', reason: target.reason, serving_previous: servingPrevious })
+        this.options.logger.warn('model version refused', { model: slot.name, version, reason: target.reason, serving_previous: servingPrevious })
         continue
       }
-      if (current && current.broken === undefined && current.disk.digest === target.digest && !configChanged) {
-        slot.failures.delete(target.version)
+      if (servingPrevious && current.disk.digest === target.digest && !configChanged) {
+        slot.failures.delete(version)
+        outcomes.push({ version, state: 'kept' })
         continue
       }
       try {
-        const fresh = await ModelVersion.load(slot.name, config, target, this.options)
-        slot.serving.set(target.version, fresh)
-        slot.failures.delete(target.version)
+        const fresh = await ModelVersion.load(slot.name, config, target, this.loadOptions)
+        slot.serving.set(version, fresh)
+        slot.failures.delete(version)
+        outcomes.push({ version, state: 'loaded' })
         this.loaded(fresh)
         if (current) void this.retire(current, 'replaced', fresh)
       } catch (err) {
-        slot.failures.set(target.version, (err as Error).message)
-        this.options.logger.error('model version failed to load', { model: slot.name, version: target.version, ...errorFields(err) })
+        slot.failures.set(version, (err as Error).message)
+        outcomes.push({ version, state: 'failed', reason: (err as Error).message, serving_previous: servingPrevious })
+        this.options.logger.error('model version failed to load', { model: slot.name, version, ...errorFields(err) })
       }
     }
     // A version the policy no longer selects serves on until every selected one does: a broken
@@ -291,16 +408,20 @@ export class ModelManager {
     for (const [version, serving] of slot.serving) {
       if (targets.some((t) => t.version === version)) continue
       if (!successorsReady) {
-        this.options.logger.warn('keeping a version the policy no longer selects until its successors are ready', { model: slot.name, version, waiting_for: targets.filter((t) => !slot.serving.has(t.version)).map((t) => t.version) })
+        const waitingFor = targets.filter((t) => !slot.serving.has(t.version)).map((t) => t.version)
+        outcomes.push({ version, state: 'kept', reason: servingUntil(waitingFor) })
+        this.options.logger.warn('keeping a version the policy no longer selects until its successors are ready', { model: slot.name, version, waiting_for: waitingFor })
         continue
       }
       slot.serving.delete(version)
+      outcomes.push({ version, state: 'retired', reason: 'not selected by the version policy' })
       void this.retire(serving, 'no longer selected by the version policy')
     }
     slot.config = config
     slot.configKey = configKey
     slot.settled = true
     await this.evictOverBudget(slot.name)
+    return outcomes
   }
 
   private loaded(version: ModelVersion): void {
@@ -318,8 +439,13 @@ export class ModelManager {
     } catch (err) {
       this.options.logger.error('model version did not release cleanly', { model: version.model, version: version.version, ...errorFields(err) })
     }
+    this.options.logger.info('model version released', { model: version.model, version: version.version })
     const { metrics } = this.options
-    metrics?.executionProvider.remove({ model: version.model, version: String(version.version), provider: version.provider })
+    // A copy reloaded in place has the same labels: its series stay.
+    const now = this.slots.get(version.model)?.serving.get(version.version)
+    const labels = { model: version.model, version: String(version.version) }
+    if (now?.provider !== version.provider) metrics?.executionProvider.remove({ ...labels, provider: version.provider })
+    if (now?.broken === undefined) metrics?.versionBroken.remove(labels)
     metrics?.modelsLoaded.set(this.depths().length)
   }
 
@@ -358,7 +484,7 @@ export class ModelManager {
     if (serving?.broken !== undefined) return { ...base, state: 'UNAVAILABLE', reason: serving.broken }
     if (serving && !onDisk?.selected) {
       const waiting = disk.versions.filter((v) => v.selected && !slot?.serving.has(v.version)).map((v) => v.version)
-      return { ...base, state: 'READY', reason: `not selected by the version policy; serving until version${waiting.length > 1 ? 's' : ''} ${waiting.join(', ')} ${waiting.length > 1 ? 'are' : 'is'} ready`, provider: serving.provider }
+      return { ...base, state: 'READY', reason: servingUntil(waiting), provider: serving.provider }
     }
     if (serving) {
       const stale = onDisk && onDisk.digest !== serving.disk.digest

@@ -28,6 +28,8 @@ export interface LoadOptions {
   /** Where sessions run (default `worker`); see startExecutor. */
   placement?: PlacementSetting
   mainThreadMaxUs?: number
+  /** Told once when the version can no longer serve (`broken` is set). */
+  onBroken?: (version: ModelVersion) => void
 }
 
 /**
@@ -103,7 +105,8 @@ export class ModelVersion {
         options.logger?.error('inference instance could not be replaced', { model, version, instances_left: instancesLeft, error: error.message })
         if (instancesLeft > 0) return
         loaded.broken = `no inference instance left: ${error.message}`
-        batcher.fail(versionNotReady(model, disk.version, loaded.broken))
+        batcher.fail(versionNotReady(model, disk.version))
+        options.onBroken?.(loaded)
       },
     })
     return loaded
@@ -161,5 +164,6 @@ export class ModelVersion {
   }
 }
 
-export const versionNotReady = (model: string, version: number | string, why: string): InferenceError =>
-  new InferenceError(503, `model "${model}" version ${version} is not ready: ${why}`, { 'retry-after': '1' }, 'not_ready')
+/** A client's refusal: why the version is not ready is in the logs and the repository index, not here. */
+export const versionNotReady = (model: string, version: number | string, retryAfterS = 1): InferenceError =>
+  new InferenceError(503, `model "${model}" version ${version} is not ready`, { 'retry-after': String(retryAfterS) }, 'not_ready')

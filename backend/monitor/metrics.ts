@@ -74,6 +74,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
     modelLoadDuration: new Histogram({ name: `${PREFIX}model_load_duration_seconds`, help: 'Load plus warm-up time per model version', labelNames: versioned, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] }),
     modelsLoaded: new Gauge({ name: `${PREFIX}models_loaded`, help: 'Model versions ready and serving', registers: [registry] }),
     executionProvider: new Gauge({ name: `${PREFIX}execution_provider_info`, help: 'Active execution provider per model version (value 1)', labelNames: [...versioned, 'provider'], registers: [registry] }),
+    versionBroken: new Gauge({ name: `${PREFIX}model_version_broken`, help: '1 while a model version has no inference instance left and is retried with backoff (readiness is off for a pinned model)', labelNames: versioned, registers: [registry] }),
     queueDepth: new Gauge({
       name: `${PREFIX}queue_depth_rows`,
       help: 'Rows waiting plus running per model version: the autoscaling signal',

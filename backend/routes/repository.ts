@@ -18,8 +18,11 @@ export const repositoryRoutes = ({ manager, settings }: BackendDeps) =>
       return c.json(readyOnly ? entries.filter((e) => e.state === 'READY') : entries)
     })
     .post('/v2/repository/models/:model/load', async (c) => {
-      await manager.load(c.req.param('model'))
-      return c.json({ loaded: c.req.param('model') })
+      const { model, ok, error, versions } = await manager.load(c.req.param('model'))
+      if (ok) return c.json({ loaded: model, versions })
+      // Nothing that needed loading loaded (or nothing serves): what serves, if anything, is as before.
+      const why = error ?? versions.flatMap((v) => (v.state === 'refused' || v.state === 'failed' ? [`version ${v.version} ${v.state}: ${v.reason}`] : [])).join('; ')
+      return c.json({ error: `model "${model}" could not be loaded: ${why || 'no version to load'}`, model, versions }, 409)
     })
     .post('/v2/repository/models/:model/unload', async (c) => {
       await manager.unload(c.req.param('model'))

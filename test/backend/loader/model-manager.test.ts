@@ -13,6 +13,7 @@ let backend: BackendProcess | undefined
 
 interface Infer { model_version: string; outputs: Array<{ data: number[] }> }
 interface IndexEntry { name: string; version: string; state: string; reason: string }
+interface LoadAnswer { versions: Array<{ version: number; state: string }> }
 
 const start = async (env: Record<string, string> = {}) => {
   repo = await createFixtureRepository()
@@ -65,8 +66,18 @@ describe('model lifecycle', () => {
     onnx[onnx.length - 10] ^= 0xff
     await writeFile(join(v3, 'model.onnx'), onnx)
 
-    const load = await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)
-    expect(load.status).toBe(200)
+    // Nothing that needed loading loaded: 409, with what happened to each version.
+    const load = await post<LoadAnswer>(`${url}/v2/repository/models/credit-risk/load`, '', admin)
+    expect(load.status).toBe(409)
+    expect(load.body).toEqual({
+      error: expect.stringMatching(/^model "credit-risk" could not be loaded: version 3 refused: .*does not match MANIFEST/),
+      model: 'credit-risk',
+      versions: [
+        { version: 3, state: 'refused', reason: expect.stringMatching(/model\.onnx sha256 [0-9a-f]{64} does not match MANIFEST/), serving_previous: false },
+        { version: 2, state: 'kept' },
+        { version: 1, state: 'kept', reason: 'not selected by the version policy; serving until version 3 is ready' },
+      ],
+    })
     const entries = await index(url)
     expect(entry(entries, 'credit-risk', '3')).toMatchObject({ state: 'UNAVAILABLE', reason: expect.stringMatching(/model\.onnx sha256 [0-9a-f]{64} does not match MANIFEST/) })
     expect(entry(entries, 'credit-risk', '2')).toMatchObject({ state: 'READY' })
@@ -75,7 +86,7 @@ describe('model lifecycle', () => {
     expect(res.body.model_version).toBe('2')
     const pinned = await post<{ error: string }>(`${url}/v2/models/credit-risk/versions/3/infer`, creditRequest(1))
     expect(pinned.status).toBe(503)
-    expect(pinned.body.error).toMatch(/does not match MANIFEST/)
+    expect(pinned.body.error).toBe('model "credit-risk" version 3 is not ready')
   })
 
   it('keeps serving the loaded copy when a version is corrupted on disk and reloaded', async () => {
@@ -86,7 +97,11 @@ describe('model lifecycle', () => {
     const onnx = await readFile(v2)
     onnx[100] ^= 0x01
     await writeFile(v2, onnx)
-    await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)
+    const load = await post<LoadAnswer>(`${url}/v2/repository/models/credit-risk/load`, '', admin)
+    expect([load.status, load.body.versions]).toEqual([409, [
+      { version: 2, state: 'refused', reason: expect.stringMatching(/does not match MANIFEST/), serving_previous: true },
+      { version: 1, state: 'kept' },
+    ]])
     expect(entry(await index(url), 'credit-risk', '2')).toMatchObject({ state: 'READY', reason: expect.stringMatching(/serving the previously loaded copy/) })
     const after = await infer(url)
     expect(after.body.outputs).toEqual(before.body.outputs)
@@ -173,8 +188,7 @@ describe('model lifecycle', () => {
     const entries = await index(url)
     expect(entries.find((e) => e.name === 'broken')).toMatchObject({ state: 'UNAVAILABLE', reason: expect.stringMatching(/dynamic_batching\.max_queue_delay_us/) })
     const res = await post<{ error: string }>(`${url}/v2/models/broken/infer`, { inputs: [] })
-    expect(res.status).toBe(503)
-    expect(res.body.error).toMatch(/dynamic_batching\.max_queue_delay_us/)
+    expect([res.status, res.body.error]).toEqual([503, 'model "broken" cannot load'])
     expect((await infer(url)).status).toBe(200)
   })
 
@@ -200,7 +214,8 @@ describe('model lifecycle', () => {
     await cp(join(DEMO_REPOSITORY, 'credit-risk', '2'), join(fixture.root, 'credit-risk', '2'), { recursive: true })
     await breakIt(join(fixture.root, 'credit-risk', '2'))
 
-    expect((await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)).status).toBe(200)
+    const refused = await post<LoadAnswer>(`${url}/v2/repository/models/credit-risk/load`, '', admin)
+    expect([refused.status, refused.body.versions.map((v) => [v.version, v.state])]).toEqual([409, [[2, expect.stringMatching(/^(refused|failed)$/)], [1, 'kept']]])
     let entries = await index(url)
     expect(entry(entries, 'credit-risk', '2')).toMatchObject({ state: 'UNAVAILABLE' })
     expect(entry(entries, 'credit-risk', '1')).toMatchObject({ state: 'READY', reason: 'not selected by the version policy; serving until version 2 is ready' })
@@ -211,7 +226,8 @@ describe('model lifecycle', () => {
     // The successor repaired: it takes over, and only then is version 1 retired.
     await rm(join(fixture.root, 'credit-risk', '2'), { recursive: true })
     await cp(join(DEMO_REPOSITORY, 'credit-risk', '2'), join(fixture.root, 'credit-risk', '2'), { recursive: true })
-    expect((await post(`${url}/v2/repository/models/credit-risk/load`, '', admin)).status).toBe(200)
+    const repaired = await post<LoadAnswer>(`${url}/v2/repository/models/credit-risk/load`, '', admin)
+    expect([repaired.status, repaired.body]).toEqual([200, { loaded: 'credit-risk', versions: [{ version: 2, state: 'loaded' }, { version: 1, state: 'retired', reason: 'not selected by the version policy' }] }])
     expect((await infer(url)).body.model_version).toBe('2')
     await until(async () => entry(await index(url), 'credit-risk', '1')?.state === 'UNAVAILABLE')
     entries = await index(url)
