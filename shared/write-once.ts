@@ -97,4 +97,19 @@ export class OutgoingWrite<T> {
   get inDoubt(): boolean {
     return this.#pending !== undefined
   }
+
+  /**
+   * Sends the write in doubt, if any, then, once that one is answered, a new one from `take()`,
+   * so what was recorded meanwhile does not wait for another flush. A send that fails leaves its
+   * write in doubt for the next call, and rejects.
+   */
+  async sendWith(take: () => T | undefined, send: (id: string, payload: T) => Promise<unknown>): Promise<void> {
+    for (let resend = this.inDoubt; ; resend = false) {
+      const write = this.next(take)
+      if (write === undefined) return
+      await send(write.id, write.payload)
+      this.settled()
+      if (!resend) return
+    }
+  }
 }

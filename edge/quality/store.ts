@@ -2,7 +2,7 @@ import type { Redis } from '@upstash/redis'
 import { binIndex } from '../../shared/drift/statistics.ts'
 import { PREDICTION_EDGES, type QualityBin, rowLogLoss } from '../../shared/quality.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
-import { inDoubtAfter } from '../../shared/write-once.ts'
+import { OutgoingWrite, applyOnce, inDoubtAfter } from '../../shared/write-once.ts'
 
 /** What the edge served one predict request, kept until its labels arrive or its TTL passes. */
 export interface ServedRecord {
@@ -282,6 +282,7 @@ export class UpstashGroundTruth implements GroundTruthStore {
   readonly #failureFlushMs: number
   /** Edge failures not yet written, by minute key; `#flushing` is the write they will go out in. */
   #failures = new Map<string, number>()
+  readonly #failuresOut = new OutgoingWrite<Map<string, number>>('edge-failures')
   #flushing: Promise<void> | undefined
 
   constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS, failureFlushMs = 1_000 }: UpstashGroundTruthOptions = {}) {
@@ -328,21 +329,21 @@ export class UpstashGroundTruth implements GroundTruthStore {
   /**
    * Counted in the isolate and written with every other failure of the next `failureFlushMs` in one
    * round trip: a backend that is down fails every call, and each must not cost a Redis write.
-   * Resolves (or rejects) when the write it went out in has landed (or failed: those counts are lost).
+   * Each write applies once by its id (shared/write-once.ts): one that gets no answer is in doubt
+   * and goes again whole, with its id, before the next batch. Resolves (or rejects) when the write
+   * this count went out in is answered (or is in doubt: it goes again with the next flush).
    */
   edgeFailure(model: string, version: number, minute: number): Promise<void> {
     const key = minuteKey(model, version, minute)
     this.#failures.set(key, (this.#failures.get(key) ?? 0) + 1)
     return (this.#flushing ??= new Promise<void>((resolve) => setTimeout(resolve, this.#failureFlushMs)).then(async () => {
-      const batch = this.#failures
-      this.#failures = new Map()
       this.#flushing = undefined
-      const pipeline = this.redis.pipeline()
-      for (const [name, n] of batch) {
-        pipeline.hincrby(name, EDGE_FAILURES, n)
-        pipeline.expire(name, COUNTS_TTL_SECONDS)
-      }
-      await within(pipeline.exec(), this.#timeoutMs)
+      await this.#failuresOut.sendWith(() => {
+        if (this.#failures.size === 0) return undefined
+        const batch = this.#failures
+        this.#failures = new Map()
+        return batch
+      }, (id, batch) => applyOnce(this.redis, id, [...batch].flatMap(([name, n]) => [['HINCRBY', name, EDGE_FAILURES, String(n)], ['EXPIRE', name, String(COUNTS_TTL_SECONDS)]]), { timeoutMs: this.#timeoutMs }))
     }))
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { RequestMetrics, REQUEST_METRICS_HASH, UpstashTally } from '../../edge/pipeline/request-metrics/store.ts'
+import { EDGE_FAILURES, UpstashGroundTruth } from '../../edge/quality/store.ts'
 import { eventually, useLateRedis } from './support/late-redis.ts'
 
 /**
@@ -46,5 +47,26 @@ describe('edge request metrics, flush replies held past the budget', () => {
     await Promise.all([first, second])
     // Nothing else is recorded: no later request would start a flush for the second count.
     expect(await eventually(counted, 2)).toBe(2)
+  })
+})
+
+describe('edge failures (calls the backend never answered), flush replies held past the budget', () => {
+  const MINUTE = 29_000_000
+  const failures = async (): Promise<number> => Number((await redis.store.client.hget(`quality:credit-risk:3:${MINUTE}`, EDGE_FAILURES)) ?? 0)
+
+  it('a flush in doubt goes again with its id before the next batch: counted once, and not left to land whenever it does', async () => {
+    const store = new UpstashGroundTruth(redis.viaProxy(), { timeoutMs: 100, failureFlushMs: 10 })
+    let writes = 0
+    // The first write reaches Redis only after its sender gave up on it; the rest at once.
+    redis.late.forwardAfterMs = () => (++writes === 1 ? 1_500 : 0)
+    await expect(store.edgeFailure('credit-risk', 3, MINUTE)).rejects.toThrow()
+    expect(await failures()).toBe(0)
+    await store.edgeFailure('credit-risk', 3, MINUTE)
+    // The resend landed the first count, then the second went out.
+    expect(await failures()).toBe(2)
+    expect(writes).toBe(3)
+    // The first attempt lands at last, and changes nothing.
+    expect(await eventually(async () => redis.late.heldRequests, 0)).toBe(0)
+    expect(await failures()).toBe(2)
   })
 })

@@ -60,4 +60,23 @@ describe('OutgoingWrite', () => {
     expect(out.next(() => undefined)).toBeUndefined()
     expect(out.inDoubt).toBe(false)
   })
+  it('sendWith resends the write in doubt, then sends what was taken since in the same call', async () => {
+    const out = new OutgoingWrite<string>('t')
+    const sent: Array<[string, string]> = []
+    let refuse = true
+    const send = async (id: string, payload: string) => {
+      sent.push([id, payload])
+      if (refuse) throw new Error('no answer')
+    }
+    await expect(out.sendWith(() => 'first', send)).rejects.toThrow('no answer')
+    refuse = false
+    await out.sendWith(() => 'second', send)
+    expect(sent.map(([, payload]) => payload)).toEqual(['first', 'first', 'second'])
+    expect(sent[1][0]).toBe(sent[0][0])
+    expect(sent[2][0]).not.toBe(sent[0][0])
+    expect(out.inDoubt).toBe(false)
+    // Nothing in doubt: one write per call.
+    await out.sendWith(() => 'third', send)
+    expect(sent).toHaveLength(4)
+  })
 })

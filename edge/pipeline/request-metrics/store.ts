@@ -251,20 +251,12 @@ export class RequestMetrics {
     add(this.#counts, name, delta)
   }
 
-  /** A write resent after a doubt goes alone; once it is answered, what was counted since follows in the same flush. */
   async #send(shared: SharedTally): Promise<void> {
-    for (let resend = this.#outgoing.inDoubt; ; resend = false) {
-      const write = this.#outgoing.next(() => this.#take())
-      if (write === undefined) return
-      try {
-        await shared.add(write.id, write.payload)
-      } catch (err) {
-        this.#inDoubt(write.payload, err)
-        return
-      }
-      this.#outgoing.settled()
+    try {
+      await this.#outgoing.sendWith(() => this.#take(), (id, deltas) => shared.add(id, deltas))
       this.#failing = false
-      if (!resend) return
+    } catch (err) {
+      this.#inDoubt(err)
     }
   }
 
@@ -275,10 +267,10 @@ export class RequestMetrics {
     return batch
   }
 
-  #inDoubt(batch: Tally, err: unknown): void {
+  #inDoubt(err: unknown): void {
     // Once per outage, not once per flush, unless counts were dropped since.
     if (!this.#failing || this.#dropped > 0) {
-      this.#log(JSON.stringify({ level: 'warn', msg: 'request metrics not flushed to Redis; the write is resent whole, with its id, at the next flush', fields: batch.size, held_fields: this.#counts.size, dropped_fields: this.#dropped, error: err instanceof Error ? err.message : String(err) }))
+      this.#log(JSON.stringify({ level: 'warn', msg: 'request metrics not flushed to Redis; the write is resent whole, with its id, at the next flush', held_fields: this.#counts.size, dropped_fields: this.#dropped, error: err instanceof Error ? err.message : String(err) }))
       this.#dropped = 0
     }
     this.#failing = true

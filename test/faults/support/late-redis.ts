@@ -28,6 +28,7 @@ export const useLateRedis = (token: string): LateRedis => {
   })
   beforeEach(async () => {
     ctx.late.holdMs = () => 0
+    ctx.late.forwardAfterMs = () => 0
     await ctx.store.client.flushall()
   })
   return ctx
