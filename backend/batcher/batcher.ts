@@ -312,6 +312,10 @@ export class Batcher {
 
   /** Sends every batch that is due while an instance is free. */
   private pump(): void {
+    // Every round takes at least one queued request off the queue, so there can be no more rounds
+    // than slots; one more means the queue's bookkeeping is broken, and throwing beats spinning
+    // the event loop forever (nothing else would stop it, a test's timeout included).
+    let rounds = this.tail - this.head
     while (this.executor.idle > 0) {
       const oldest = this.peek()
       if (!oldest) break
@@ -321,6 +325,7 @@ export class Batcher {
         this.wakeAt(oldest.enqueuedAt + this.options.maxQueueDelayUs / 1000, now)
         break
       }
+      if (rounds-- === 0) throw new Error(`batcher queue is inconsistent: a ${batch.reason} batch of ${batch.entries.length} requests after every queued request was sent`)
       this.dispatch(batch.entries, batch.reason, now)
     }
   }

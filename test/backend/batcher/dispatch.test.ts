@@ -125,6 +125,40 @@ describe('idle dispatch', () => {
   })
 })
 
+describe('Retry-After of a 429, from the measured drain rate', () => {
+  /** One instance measured at 4 rows/s: a batch of 4 rows that took 1 s on the manual clock. */
+  const measured = async (options: Partial<BatcherOptions>) => {
+    const setUp = setup(() => one.executor, { maxBatchSize: 4, ...options })
+    const first = setUp.batcher.submit(request([row(0), row(1), row(2), row(3)]))
+    await nextTurn()
+    setUp.clock.advance(1_000)
+    setUp.executor.release()
+    await first
+    await nextTurn()
+    expect(setUp.batcher.drainRate).toBe(4)
+    expect(setUp.batcher.depth).toBe(0)
+    return setUp
+  }
+
+  it('queue full: the seconds until the excess rows have drained, rounded up', async () => {
+    const { batcher } = await measured({ maxQueueSize: 10 })
+    // Queued in one turn, before the deferred pump: 10 rows wait, and 5 more are 5 over the limit (1.25 s).
+    const waiting = [batcher.submit(request([row(1), row(2), row(3), row(4)])), batcher.submit(request([row(5), row(6), row(7), row(8)])), batcher.submit(request([row(9), row(10)]))]
+    const error = await batcher.submit(request([row(11), row(12), row(13), row(14), row(15)])).catch((e: unknown) => e)
+    await Promise.all(waiting)
+    expect(error).toMatchObject({ status: 429, reason: 'queue_full', headers: { 'retry-after': '2' } })
+  })
+
+  it('deadline that cannot be met: the seconds until the rows ahead have drained, rounded up', async () => {
+    const { batcher, clock } = await measured({ maxQueueSize: 64 })
+    const waiting = [batcher.submit(request([row(1), row(2), row(3), row(4)])), batcher.submit(request([row(5)]))]
+    // 5 rows ahead at 4 rows/s (1.25 s); with its own 4 rows the wait is 2.25 s against 1 s left.
+    const error = await batcher.submit(request([row(6), row(7), row(8), row(9)], clock.now() + 1_000)).catch((e: unknown) => e)
+    await Promise.all(waiting)
+    expect(error).toMatchObject({ status: 429, reason: 'deadline_unmeetable', headers: { 'retry-after': '2' } })
+  })
+})
+
 describe('delay dispatch', () => {
   it('holds a lone request for max_queue_delay_us although the instance is idle, then sends it', async () => {
     const { executor, clock, batcher } = setup(() => one.executor, { dispatch: 'delay' })
@@ -139,6 +173,21 @@ describe('delay dispatch', () => {
     const result = await pending
     expect(explain([result])).toEqual([[1, 'delay']])
     expect(result.queueUs).toBe(DELAY_US)
+  })
+
+  it('sends the largest preferred size the queue adds up to when the busy instance frees: [2, 4] with 4 rows queued is one batch of 4', async () => {
+    const { executor, clock, batcher } = setup(() => one.executor, { dispatch: 'delay', maxBatchSize: 8, preferredBatchSizes: [2, 4] })
+    const busy = batcher.submit(request([row(0), row(1)]))
+    await nextTurn()
+    expect(executor.batches).toEqual([2])
+    const queued = [2, 3, 4, 5].map((i) => batcher.submit(request([row(i)])))
+    await nextTurn()
+    expect(executor.batches).toEqual([2])
+    executor.release()
+    expect(explain([await busy])).toEqual([[2, 'preferred']])
+    expect(explain(await Promise.all(queued))).toEqual(Array(4).fill([4, 'preferred']))
+    expect(executor.batches).toEqual([2, 4])
+    expect(clock.now()).toBe(0)
   })
 
   it('sends a preferred size at once, without the delay', async () => {
