@@ -58,4 +58,16 @@ describe('TallyCounter', () => {
     })
     expect(tally.render()).toBe(expected)
   })
+
+  it('escapes a label value with a newline (and a quote and a backslash) as prom-client does', async () => {
+    const model = 'line one\nline "two" \\ end\n'
+    const tally = new TallyCounter('c_total', 'Requests', ['model'])
+    tally.bind({ model })(2)
+    const expected = await promClientText((registry) => {
+      new Counter({ name: 'c_total', help: 'Requests', labelNames: ['model'], registers: [registry] }).inc({ model }, 2)
+    })
+    expect(tally.render()).toBe(expected)
+    // One series on one line: a raw newline would have cut it in two.
+    expect(tally.render().split('\n')).toHaveLength(3)
+  })
 })
