@@ -30,12 +30,16 @@ export const writeIdKey = (id: string): string => `once:${id}`
 
 /**
  * KEYS[1] the id's key; ARGV[1] its TTL; ARGV[2] the commands as a JSON array of string arrays.
- * Returns 1 when this call applied them, 0 when the id was already there.
+ * Returns 1 when this call applied them, 0 when the id was already there. The id is set after
+ * the commands: a command Redis refuses ends the script without it, so the write is not taken
+ * for applied (Redis does not undo a script's earlier commands; the writers here send commands
+ * that cannot be refused once the first one is accepted: HINCRBY/EXPIRE on their own hashes).
  */
 const APPLY_ONCE = `
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local commands = cjson.decode(ARGV[2])
 for i = 1, #commands do redis.call(unpack(commands[i])) end
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
 return 1
 `
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyOnce, OutgoingWrite, WriteInDoubt } from '../../shared/write-once.ts'
 import { createUpstashClient } from '../../shared/upstash-client.ts'
 import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { until } from '../backend/support/backend-process.ts'
 import { startLateReplies, type LateReplies } from '../faults/support/late-replies.ts'
 
 const TOKEN = 'write-once-token'
@@ -25,22 +26,24 @@ describe('applyOnce against real Redis, replies held past the budget', () => {
     const commands = [['HINCRBY', 'h:once', 'f', '5']]
     await expect(applyOnce(redis, 'w1', commands, { timeoutMs: 50 })).rejects.toBeInstanceOf(WriteInDoubt)
     late.holdMs = () => 0
-    // the first attempt landed: Redis already holds its increment
-    expect(await store.client.hget('h:once', 'f')).toBe(5)
-    expect(await applyOnce(redis, 'w1', commands, { timeoutMs: 1_000 })).toBe(false)
+    // the first attempt lands (its reply is what is held)
+    await until(async () => (await store.client.hget('h:once', 'f')) === 5)
+    expect(await applyOnce(redis, 'w1', commands, { timeoutMs: 10_000 })).toBe(false)
     expect(await store.client.hget('h:once', 'f')).toBe(5)
     // another id is another write
-    expect(await applyOnce(redis, 'w2', commands, { timeoutMs: 1_000 })).toBe(true)
+    expect(await applyOnce(redis, 'w2', commands, { timeoutMs: 10_000 })).toBe(true)
     expect(await store.client.hget('h:once', 'f')).toBe(10)
   })
 
   it('applies every command of one write, or none when one is refused', async () => {
     const redis = createUpstashClient({ url: store.adapter.url, token: TOKEN })
     await store.client.set('s:string', 'x')
-    expect(await applyOnce(redis, 'w3', [['HINCRBY', 'h:both', 'a', '1'], ['EXPIRE', 'h:both', '60']], { timeoutMs: 1_000 })).toBe(true)
+    expect(await applyOnce(redis, 'w3', [['HINCRBY', 'h:both', 'a', '1'], ['EXPIRE', 'h:both', '60']], { timeoutMs: 10_000 })).toBe(true)
     expect(await store.client.hget('h:both', 'a')).toBe(1)
     expect(await store.client.ttl('h:both')).toBeGreaterThan(0)
-    await expect(applyOnce(redis, 'w4', [['HINCRBY', 's:string', 'a', '1']], { timeoutMs: 1_000 })).rejects.toThrow(/WRONGTYPE/)
+    await expect(applyOnce(redis, 'w4', [['HINCRBY', 's:string', 'a', '1']], { timeoutMs: 10_000 })).rejects.toThrow(/WRONGTYPE/)
+    // refused means not applied: the id was not kept, so the write is not taken for done
+    expect(await store.client.exists('once:w4')).toBe(0)
   })
 })
 
