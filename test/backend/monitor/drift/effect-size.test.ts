@@ -76,7 +76,6 @@ describe('effect size', () => {
     const score = features[0].effect_size!
     expect(score.se).toBeCloseTo(Math.sqrt(1 / REFERENCE + 1 / 4000), 3)
     expect(Math.abs(score.smd! - 0.3)).toBeLessThan(3 * score.se!)
-    expect(score.z).toBeCloseTo(score.smd! / score.se!, 12)
     expect(score.mean.observed).toBeCloseTo(5.3, 1)
     expect(score.sd.observed).toBeCloseTo(1, 1)
     expect(score.verdict).toBe('critical')
@@ -84,6 +83,40 @@ describe('effect size', () => {
     // PSI saw next to nothing: all but a few rows are in the bin above 2.2, as in the reference.
     expect(features[0].psi).toBeLessThan(features[0].thresholds.warning)
     expect(features[0].windows[0]).toMatchObject({ smd: score.smd, z: score.z, verdict: 'critical' })
+  })
+
+  it('calls a downward 0.3 sd shift critical as well: |SMD| and |z| are what count', async () => {
+    const counter = newCounter()
+    count(counter, 4000, 15, -0.3)
+    const { features } = await reportOf(counter)
+    const score = features[0].effect_size!
+    expect(Math.abs(score.smd! + 0.3)).toBeLessThan(3 * score.se!)
+    expect(score.z!).toBeLessThan(-effectLevels.z_critical)
+    expect(score.verdict).toBe('critical')
+    expect(features[0].verdict).toBe('critical')
+  })
+
+  it('gives SMD, its standard error, z and Wasserstein-1 as figured by hand, against a reference with sd 2', async () => {
+    // Reference: 10,000 present scores, mean 6, sd 2, all in the top bin [2.2, 9.9]. Window: 1,000
+    // rows at 1.325 (FP32, and on the sums' grid to within it), in [1.1, 2.2).
+    const reference = 10_000
+    const [score, ...others] = baseline.features
+    const shifted: ReportBaseline = {
+      ...baseline,
+      features: [{ ...score!, counts: [0, 0, 0, reference], effect_size: { mean: 6, sd: 2, thresholds: effectLevels } } as ReportBaseline['features'][number], ...others],
+    }
+    const counter = newCounter()
+    counter.record(...recorded(Array.from({ length: 1000 }, (_, i) => row(1.325, 0, i % 2)), new Array(1000).fill(0.5)))
+    const effect = (await driftReport(shifted, new Set(), [await counter.window(1, NOW)], 0.5)).features[0].effect_size!
+    expect(effect.mean.observed).toBeCloseTo(1.325, 6)
+    expect(effect.sd.observed).toBeCloseTo(0, 6)
+    // smd = (1.325 − 6) / 2; se = √(2²/10,000 + 0²/1,000) / 2 = 0.01; z = smd / se.
+    expect(effect.smd).toBeCloseTo(-2.3375, 6)
+    expect(effect.se).toBeCloseTo(0.01, 9)
+    expect(effect.z).toBeCloseTo(-233.75, 4)
+    // Uniform on [1.1, 2.2] against uniform on [2.2, 9.9]: W1 = 6.05 − 1.65 = 4.4, over the reference sd 2.
+    expect(effect.wasserstein).toBeCloseTo(2.2, 12)
+    expect(effect.verdict).toBe('critical')
   })
 
   it('leaves a clean window ok, its z inside the warning level', async () => {
