@@ -348,10 +348,12 @@ export class ModelManager {
   /** A serving version lost its last inference instance: shown in metrics and readiness, reloaded with backoff. */
   private broke(version: ModelVersion): void {
     const slot = this.slots.get(version.model)
+    // A copy already replaced or retired is nobody's concern.
+    if (slot?.serving.get(version.version) !== version) return
     const labels = { model: version.model, version: String(version.version) }
     this.options.metrics?.versionBroken.set(labels, 1)
     this.options.logger.error('model version broken; reloading it with backoff', { ...labels, reason: version.broken })
-    if (slot?.serving.get(version.version) === version && slot.retry === undefined) this.scheduleRetry(slot)
+    if (slot.retry === undefined) this.scheduleRetry(slot)
   }
 
   /** Makes the serving set match the repository: loads new or changed versions beside the old, retires the rest. */
