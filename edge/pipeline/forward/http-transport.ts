@@ -49,6 +49,16 @@ export class BackendRefusal extends Problem {
  */
 export class Unanswered extends BackendRefusal {}
 
+/**
+ * The tier holds no such model or version: for a version the edge's catalog listed, the backend
+ * has retired it since (a version bump this isolate has not seen yet).
+ */
+export class NotServed extends Problem {
+  constructor(detail: string) {
+    super(404, 'Not Found', detail)
+  }
+}
+
 /** `limit` (the caller's deadline, unless named) passed before `tier` answered. */
 export const deadlinePassed = (tier: string, limit = "the request's deadline"): BackendRefusal => new Unanswered(504, `no answer from the ${tier} within ${limit}`)
 
@@ -65,7 +75,7 @@ interface Budget {
  */
 export const tierRefusal = (tier: string, status: number, message: string, retryAfter?: string): Problem => {
   if (status === 429 || status === 503 || status === 504) return new BackendRefusal(status, `${tier}: ${message}`, retryAfter)
-  if (status === 404) return new Problem(404, 'Not Found', `${tier}: ${message}`)
+  if (status === 404) return new NotServed(`${tier}: ${message}`)
   if (status === 400) return new Problem(400, 'Bad Request', `${tier}: ${message}`, { slug: 'invalid-tensor-request' })
   // Permanent: the request is larger than the tier will ever take (no Retry-After, no fallback).
   if (status === 413) return new Problem(413, 'Content Too Large', `${tier}: ${message}`, { slug: 'request-too-large' })

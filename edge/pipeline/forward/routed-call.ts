@@ -4,7 +4,7 @@ import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
 import type { GroundTruthStore } from '../../quality/store.ts'
 import { type Attempt, type CanaryFallbackOptions, type FallbackNeeds, withCanaryFallback } from './canary-fallback.ts'
-import { Unanswered } from './http-transport.ts'
+import { NotServed, Unanswered } from './http-transport.ts'
 
 /**
  * A call the backend never answered, counted against its version for the rollout controller
@@ -28,12 +28,25 @@ export interface RoutedCallSlots extends Pick<Context, 'executionCtx'> {
  * the tensor route): `attempt` on the routed version, a canary's failure retried on stable
  * (`withCanaryFallback`), and each attempt the tier left unanswered (edge timeout, open circuit,
  * unreachable, on the fallback tier's path too) counted against its version.
+ *
+ * A version the backend says it does not serve, on a request the rollout routed, is a version
+ * bump this isolate's catalog has not seen yet: the request is routed again by the backend's
+ * serving set as it is now (`reroute`) and sent once more, within the same deadline. A pinned
+ * request's 404 stands: it named the version.
  */
-export const routedCall = <T>(c: RoutedCallSlots, deadlineAt: number, attempt: Attempt<T>, options?: CanaryFallbackOptions): Promise<T> => {
+export const routedCall = async <T>(c: RoutedCallSlots, deadlineAt: number, attempt: Attempt<T>, options?: CanaryFallbackOptions): Promise<T> => {
   const counted: Attempt<T> = (version, at, traceparent) =>
     attempt(version, at, traceparent).catch((err: unknown) => {
       if (err instanceof Unanswered) inBackground(c, countUnanswered(c.get('isolate').groundTruth, c.get('model').name, version))
       throw err
     })
+  const sentAt = Date.now()
+  try {
+    return await withCanaryFallback(c, deadlineAt, counted, options)
+  } catch (err) {
+    const reroute = c.get('reroute')
+    // When the serving set cannot be read again in time, the backend's 404 is the answer.
+    if (!(err instanceof NotServed) || reroute === undefined || !(await reroute(sentAt, deadlineAt).catch(() => false))) throw err
+  }
   return withCanaryFallback(c, deadlineAt, counted, options)
 }

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
+import type { BackendProcess } from '../../backend/support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
-import { startWorker, type RunningWorker } from '../support/workerd.ts'
+import { startEdgeOverBackend, type EdgeOverBackend, type RunningWorker } from '../support/workerd.ts'
 
 // The compute-bound builder writes a postprocess but no `features`: a model predict cannot serve.
 const SPEC_LESS = 'spec-less'
@@ -10,7 +9,8 @@ const SPEC_LESS = 'spec-less'
 let repository: FixtureRepository
 let backend: BackendProcess
 let worker: RunningWorker
-const keys = { predict: '', admin: '' }
+let keys: EdgeOverBackend['keys']
+let stop: (() => Promise<void>) | undefined
 
 const tensors = { inputs: [{ name: 'features', shape: [2, 4], datatype: 'FP32', data: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] }] }
 
@@ -24,19 +24,11 @@ const call = (method: string, path: string, { key = keys.predict, body, headers 
 beforeAll(async () => {
   repository = await createFixtureRepository()
   await repository.addModel(SPEC_LESS)
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root })
-  keys.predict = generateApiKey('test')
-  keys.admin = generateApiKey('test')
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.predict), scopes: ['predict'], rate_limit_per_minute: 600 },
-    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 600 },
-  ]
-  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify(entries) })
+  ;({ backend, worker, keys, stop } = await startEdgeOverBackend({ MODEL_REPOSITORY: repository.root }))
 }, 120_000)
 
 afterAll(async () => {
-  await worker?.dispose()
-  await backend?.stop()
+  await stop?.()
   await repository?.remove()
 })
 
