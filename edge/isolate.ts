@@ -109,7 +109,7 @@ export type IsolateParts = Partial<Omit<Isolate, 'settings'>> & { featureSeed?: 
 const unconfigured = (): never => {
   throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier configured', { slug: 'backend-unconfigured' })
 }
-const noBackend: Transport & ProtocolReader = { name: 'none', infer: async () => unconfigured(), metadata: async () => unconfigured(), models: async () => unconfigured(), read: async () => unconfigured() }
+const noBackend: Transport & ProtocolReader = { name: 'none', infer: async () => unconfigured(), metadata: async () => unconfigured(), models: async () => unconfigured(), read: async () => unconfigured(), health: () => ({ ready: false }) }
 
 /**
  * The Lambda CPU tier, when `LAMBDA_FUNCTION` is set. Region and explicit credentials are then

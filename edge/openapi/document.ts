@@ -401,10 +401,14 @@ const operations: Record<string, Record<string, OperationSpec>> = {
   '/v2/models/{model}/ready': { get: readyOperation('getModelReady', 'Model readiness (Open Inference Protocol)', ['Model']) },
   '/v2/models/{model}/versions/{version}/ready': { get: readyOperation('getModelVersionReady', 'Readiness of a model version (Open Inference Protocol)', ['Model', 'Version']) },
   '/v2/health/live': {
-    get: { operationId: 'getServerLive', summary: 'Backend liveness (Open Inference Protocol)', description: 'No key: for probes.', tag: 'inference', guard: 'none', answers: { '200': ok('the backend is live', ref('ServerLive')) }, problems: [429, 500, 502, 503, 504] },
+    get: { operationId: 'getServerLive', summary: 'Edge liveness (Open Inference Protocol)', description: 'No key: for probes. The edge answers it itself, without calling the backend.', tag: 'inference', guard: 'none', answers: { '200': ok('the edge is live', ref('ServerLive')) }, problems: [429, 500] },
   },
   '/v2/health/ready': {
-    get: { operationId: 'getServerReady', summary: 'Backend readiness (Open Inference Protocol)', description: 'No key: for probes.', tag: 'inference', guard: 'none', answers: readinessAnswers('ServerReady', 'the backend'), problems: [429, 500, 502, 504] },
+    get: {
+      operationId: 'getServerReady', summary: 'Edge readiness (Open Inference Protocol)', description: 'No key: for probes. From the edge\'s own calls to the backend, without calling it: not ready while they go unanswered and no Lambda tier can take them.', tag: 'inference', guard: 'none',
+      answers: { '200': ok('the edge is ready', ref('ServerReady')), '503': { description: 'the edge is not ready: its calls to the backend are going unanswered', content: { 'application/json': { schema: ref('ServerReady') }, 'application/problem+json': { schema: ref('OipProblem') } } } },
+      problems: [429, 500],
+    },
   },
 }
 

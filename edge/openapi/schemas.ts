@@ -89,8 +89,8 @@ export const modelMetadata = z.looseObject({
 
 /** The backend's readiness answers, passed through: 200 when ready, 503 with `ready: false` when not. */
 export const modelReady = z.looseObject({ name: z.string(), version: z.string().optional(), ready: z.boolean() })
-export const serverReady = z.looseObject({ ready: z.boolean(), instance_id: z.string().optional() })
-export const serverLive = z.looseObject({ live: z.boolean(), instance_id: z.string().optional() })
+export const serverReady = z.object({ ready: z.boolean() })
+export const serverLive = z.object({ live: z.boolean() })
 
 export const modelList = z.object({
   models: z.array(z.object({ name: z.string(), href: z.string().describe('/v1/models/{name}') })).describe('the models the backend serves'),

@@ -1,9 +1,9 @@
 import { HEADERS } from '../../../shared/headers.ts'
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { Problem } from '../../problem.ts'
-import { type CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
+import { CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
 import { isRecord } from '../../format.ts'
-import { type BackendAnswer, type BackendModelMetadata, type InferCall, type ProtocolReader, type Transport, settle } from './transport.ts'
+import { type BackendAnswer, type BackendModelMetadata, type InferCall, type ProtocolReader, type TierHealth, type Transport, settle } from './transport.ts'
 
 export interface HttpTransportOptions {
   baseUrl: string
@@ -106,6 +106,8 @@ export class HttpTransport implements Transport, ProtocolReader {
   private readonly retries: number
   private readonly breakers: CircuitBreakers
   private readonly readBreakers: CircuitBreakers
+  /** Every attempt to this target, whatever it asked: consecutive ones left unanswered make the edge not ready. */
+  private readonly reach: CircuitBreaker
   private readonly fetcher: typeof fetch
   private readonly now: () => number
 
@@ -116,6 +118,7 @@ export class HttpTransport implements Transport, ProtocolReader {
     this.retries = retries
     this.breakers = breakers
     this.readBreakers = readBreakers
+    this.reach = new CircuitBreaker({ now })
     this.fetcher = fetcher
     this.now = now
   }
@@ -167,6 +170,14 @@ export class HttpTransport implements Transport, ProtocolReader {
     throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)
   }
 
+  /**
+   * Not ready while the target's circuit is open: calls in a row went unanswered (unreachable,
+   * timed out) and the cooldown since the last is not over; after it, the next call tells.
+   */
+  health(): TierHealth {
+    return { ready: this.reach.state !== 'open' }
+  }
+
   /** The caller's deadline, or REPOSITORY_TIMEOUT_MS from now when that comes first (and is then what a timeout names). */
   private repositoryBudget(deadlineAt: number | undefined): Budget {
     const bound = this.now() + REPOSITORY_TIMEOUT_MS
@@ -210,12 +221,14 @@ export class HttpTransport implements Transport, ProtocolReader {
       res = await this.fetcher(url, { ...outgoing, headers: { ...headers, ...this.authorization, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
     } catch (err) {
       breaker.failure()
+      this.reach.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
       if (timedOut) return deadlinePassed('inference tier', limit)
       return new Unanswered(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
     }
     if (res.status >= 500 && res.status !== 504) breaker.failure()
     else breaker.success()
+    this.reach.success()
     return res
   }
 }

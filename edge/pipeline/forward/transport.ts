@@ -59,11 +59,18 @@ export interface BackendAnswer {
   body: unknown
 }
 
+/** Whether the edge reaches the backend, as its own calls found: no call is made to tell. */
+export interface TierHealth {
+  ready: boolean
+}
+
 /**
- * Open Inference Protocol reads (model metadata, readiness, health) from the HTTP backend: the
- * Lambda tier serves inference only, so these are not part of `Transport`.
+ * Open Inference Protocol reads (model metadata and readiness) from the HTTP backend, and how
+ * the edge's calls to it fare: the Lambda tier serves inference only, so these are not part of
+ * `Transport`.
  */
 export interface ProtocolReader {
   /** GETs `path` (e.g. `/v2/models/m/ready`) from the backend, waiting until `deadlineAt` at most. */
   read(path: string, requestId: string, deadlineAt?: number): Promise<BackendAnswer>
+  health(): TierHealth
 }

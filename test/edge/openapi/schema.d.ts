@@ -386,8 +386,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Backend liveness (Open Inference Protocol)
-         * @description No key: for probes.
+         * Edge liveness (Open Inference Protocol)
+         * @description No key: for probes. The edge answers it itself, without calling the backend.
          */
         get: operations["getServerLive"];
         put?: never;
@@ -406,8 +406,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Backend readiness (Open Inference Protocol)
-         * @description No key: for probes.
+         * Edge readiness (Open Inference Protocol)
+         * @description No key: for probes. From the edge's own calls to the backend, without calling it: not ready while they go unanswered and no Lambda tier can take them.
          */
         get: operations["getServerReady"];
         put?: never;
@@ -614,15 +614,9 @@ export interface components {
         };
         ServerReady: {
             ready: boolean;
-            instance_id?: string;
-        } & {
-            [key: string]: unknown;
         };
         ServerLive: {
             live: boolean;
-            instance_id?: string;
-        } & {
-            [key: string]: unknown;
         };
         ModelList: {
             /** @description the models the backend serves */
@@ -2117,7 +2111,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the backend is live */
+            /** @description the edge is live */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2129,9 +2123,6 @@ export interface operations {
             };
             429: components["responses"]["OipProblem429"];
             500: components["responses"]["OipProblem500"];
-            502: components["responses"]["OipProblem502"];
-            503: components["responses"]["OipProblem503"];
-            504: components["responses"]["OipProblem504"];
         };
     };
     getServerReady: {
@@ -2143,7 +2134,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the backend is ready (the backend's answer) */
+            /** @description the edge is ready */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2155,12 +2146,9 @@ export interface operations {
             };
             429: components["responses"]["OipProblem429"];
             500: components["responses"]["OipProblem500"];
-            502: components["responses"]["OipProblem502"];
-            /** @description the backend is not ready: the backend's `{"ready": false}`, or a problem when the backend could not be asked */
+            /** @description the edge is not ready: its calls to the backend are going unanswered */
             503: {
                 headers: {
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2168,7 +2156,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["OipProblem"];
                 };
             };
-            504: components["responses"]["OipProblem504"];
         };
     };
 }

@@ -96,12 +96,12 @@ describe('Open Inference Protocol metadata, readiness and health through the edg
     }
   })
 
-  it('answers health without a key, as the backend does', async () => {
-    for (const path of ['/v2/health/live', '/v2/health/ready']) {
-      const [viaEdge, direct] = await Promise.all([call('GET', path, { key: '' }), fetch(`${backend.url}${path}`)])
-      expect(viaEdge.status, path).toBe(200)
-      expect(await viaEdge.json(), path).toEqual(await direct.json())
-    }
+  it('answers health without a key, from the edge itself: the backend\'s instance is not named', async () => {
+    const answers = await Promise.all(['/v2/health/live', '/v2/health/ready'].map(async (path) => {
+      const res = await call('GET', path, { key: '' })
+      return [res.status, await res.json()]
+    }))
+    expect(answers).toEqual([[200, { live: true }], [200, { ready: true }]])
   })
 
   it('maps an unknown model to a 404 problem that carries the protocol\'s error member', async () => {

@@ -25,10 +25,10 @@ export type StubAnswer = { status: number; body: unknown } | 'stall'
 
 /**
  * A real HTTP server standing in for the backend where a test needs what the real one never
- * does on cue: accept and never answer, or answer one path only. Stalled requests are held
- * until their caller gives up, and that is recorded.
+ * does on cue: accept and never answer, or answer one path only, on `port` (any free one by
+ * default). Stalled requests are held until their caller gives up, and that is recorded.
  */
-export const startStubBackend = async (answer: (method: string, path: string) => StubAnswer): Promise<StubBackend> => {
+export const startStubBackend = async (answer: (method: string, path: string) => StubAnswer, port = 0): Promise<StubBackend> => {
   const seen: SeenRequest[] = []
   const held = new Set<ServerResponse>()
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -44,10 +44,9 @@ export const startStubBackend = async (answer: (method: string, path: string) =>
     }
     res.writeHead(outcome.status, { 'content-type': 'application/json' }).end(JSON.stringify(outcome.body))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
     close: async () => {
       for (const res of held) res.destroy()
