@@ -84,7 +84,7 @@ beforeAll(async () => {
     BACKEND_URL: proxy.url,
     API_KEYS: JSON.stringify([
       { name: 'app', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
-      { name: 'labels', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 1_000_000 },
+      { name: 'labels', tenant: 'app', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 1_000_000 },
       { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
     ]),
     MAX_INSTANCES: String(ROWS_PER_REQUEST),
