@@ -277,6 +277,11 @@ const parseServed = (answer: unknown): Served | undefined => {
  * a hash `quality:{model}:{version}:{minute}` per minute of counts, kept as long as the longest
  * window. Every call is one round trip within the time budget.
  */
+/** Sends of one edge-failure batch within the request that counted it. */
+const FAILURE_SENDS = 3
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
 export class UpstashGroundTruth implements GroundTruthStore {
   readonly #timeoutMs: number
   readonly #failureFlushMs: number
@@ -331,19 +336,28 @@ export class UpstashGroundTruth implements GroundTruthStore {
    * round trip: a backend that is down fails every call, and each must not cost a Redis write.
    * Each write applies once by its id (shared/write-once.ts): one that gets no answer is in doubt
    * and goes again whole, with its id, before the next batch. Resolves (or rejects) when the write
-   * this count went out in is answered (or is in doubt: it goes again with the next flush).
+   * this count went out in is answered, or after its last send (then it is in doubt and goes again first with the next flush).
    */
   edgeFailure(model: string, version: number, minute: number): Promise<void> {
     const key = minuteKey(model, version, minute)
     this.#failures.set(key, (this.#failures.get(key) ?? 0) + 1)
-    return (this.#flushing ??= new Promise<void>((resolve) => setTimeout(resolve, this.#failureFlushMs)).then(async () => {
+    return (this.#flushing ??= sleep(this.#failureFlushMs).then(async () => {
       this.#flushing = undefined
-      await this.#failuresOut.sendWith(() => {
-        if (this.#failures.size === 0) return undefined
-        const batch = this.#failures
-        this.#failures = new Map()
-        return batch
-      }, (id, batch) => applyOnce(this.redis, id, [...batch].flatMap(([name, n]) => [['HINCRBY', name, EDGE_FAILURES, String(n)], ['EXPIRE', name, String(COUNTS_TTL_SECONDS)]]), { timeoutMs: this.#timeoutMs }))
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#failuresOut.sendWith(() => {
+            if (this.#failures.size === 0) return undefined
+            const batch = this.#failures
+            this.#failures = new Map()
+            return batch
+          }, (id, batch) => applyOnce(this.redis, id, [...batch].flatMap(([name, n]) => [['HINCRBY', name, EDGE_FAILURES, String(n)], ['EXPIRE', name, String(COUNTS_TTL_SECONDS)]]), { timeoutMs: this.#timeoutMs }))
+        } catch (error) {
+          // Resent with backoff in the background of the request that counted it; past the last
+          // attempt it stays in doubt and goes first with the next count.
+          if (attempt >= FAILURE_SENDS) throw error
+          await sleep(this.#failureFlushMs * 2 ** (attempt - 1))
+        }
+      }
     }))
   }
 

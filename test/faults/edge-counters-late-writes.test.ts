@@ -59,14 +59,32 @@ describe('edge failures (calls the backend never answered), flush replies held p
     let writes = 0
     // The first write reaches Redis only after its sender gave up on it; the rest at once.
     redis.late.forwardAfterMs = () => (++writes === 1 ? 1_500 : 0)
-    await expect(store.edgeFailure('credit-risk', 3, MINUTE)).rejects.toThrow()
-    expect(await failures()).toBe(0)
+    // In doubt after 100 ms, resent with its id in the same background task: that resend lands it.
     await store.edgeFailure('credit-risk', 3, MINUTE)
-    // The resend landed the first count, then the second went out.
+    expect(writes).toBe(2)
+    expect(await failures()).toBe(1)
+    await store.edgeFailure('credit-risk', 3, MINUTE)
     expect(await failures()).toBe(2)
     expect(writes).toBe(3)
     // The first attempt lands at last, and changes nothing.
     expect(await eventually(async () => redis.late.heldRequests, 0)).toBe(0)
     expect(await failures()).toBe(2)
+  })
+
+  it('a batch Redis never confirms is sent a bounded number of times, then goes first with the next count', async () => {
+    const store = new UpstashGroundTruth(redis.viaProxy(), { timeoutMs: 100, failureFlushMs: 10 })
+    const key = 29_000_060
+    const counted = async (): Promise<number> => Number((await redis.store.client.hget(`quality:credit-risk:3:${key}`, EDGE_FAILURES)) ?? 0)
+    let writes = 0
+    // Every reply held past the budget (the writes themselves land at once) until released.
+    let holding = true
+    redis.late.holdMs = () => (++writes, holding ? 400 : 0)
+    redis.late.forwardAfterMs = () => 0
+    await expect(store.edgeFailure('credit-risk', 3, key)).rejects.toThrow()
+    expect(writes).toBe(3)
+    holding = false
+    await store.edgeFailure('credit-risk', 3, key)
+    // Three sends of the first batch landed once; the second count went after it.
+    expect(await counted()).toBe(2)
   })
 })

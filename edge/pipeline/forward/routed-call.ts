@@ -8,7 +8,8 @@ import { NotServed, Unanswered } from './http-transport.ts'
 
 /**
  * A call the backend never answered, counted against its version for the rollout controller
- * (the backend's own counts cannot hold it); a count that cannot be written is logged, not retried.
+ * (the backend's own counts cannot hold it); a count Redis did not confirm is resent with its write
+ * id by the store and logged here.
  */
 const countUnanswered = (store: GroundTruthStore, model: string, version: number): Promise<void> =>
   store.edgeFailure(model, version, minuteOf(Date.now())).catch((err: unknown) => {
