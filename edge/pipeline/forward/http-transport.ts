@@ -88,6 +88,22 @@ const notAuthorized = (status: number, message: string): Problem => tierRefusal(
 /** The protocol's `{"error": "..."}` of a parsed body, else the status. */
 const errorOf = (body: unknown, status: number): string => (isRecord(body) && typeof body.error === 'string' ? body.error : `status ${status}`)
 
+type JsonWithSource = {
+  parse(text: string, reviver: (key: string, value: unknown, context?: { source?: string }) => unknown): unknown
+  rawJSON(text: string): unknown
+}
+
+/**
+ * An infer response as JSON, with integers beyond 2^53 kept to the digit (INT64/UINT64 outputs,
+ * which the backend writes exactly): each such number stays its source text (`JSON.rawJSON`), which
+ * `JSON.stringify` writes back unchanged when the response is passed on.
+ */
+export const parseInferResponse = (text: string): InferResponse => {
+  const json = JSON as unknown as JsonWithSource
+  return json.parse(text, (_, value, context) =>
+    typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? json.rawJSON(context.source) : value) as InferResponse
+}
+
 /** The body of a response as JSON, or undefined when it is none. */
 const jsonOf = (res: Response): Promise<unknown> => res.json().catch(() => undefined)
 
@@ -137,7 +153,7 @@ export class HttpTransport implements Transport, ProtocolReader {
     // The URL names target, model and version; a 503 "not ready" counts against that version only.
     const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
     const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, { deadlineAt: call.deadlineAt }, breaker)
-    if (res.ok) return (await res.json()) as InferResponse
+    if (res.ok) return parseInferResponse(await res.text())
     throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 

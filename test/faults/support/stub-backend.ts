@@ -20,8 +20,8 @@ export interface StubBackend {
   close(): Promise<void>
 }
 
-/** How the stub treats a request: an answer, or `stall` (accept and never answer). */
-export type StubAnswer = { status: number; body: unknown } | 'stall'
+/** How the stub treats a request: an answer (a value to write as JSON, or JSON text as it is), or `stall` (accept and never answer). */
+export type StubAnswer = { status: number; body: unknown } | { status: number; text: string } | 'stall'
 
 /**
  * A real HTTP server standing in for the backend where a test needs what the real one never
@@ -42,7 +42,7 @@ export const startStubBackend = async (answer: (method: string, path: string) =>
       held.add(res)
       return
     }
-    res.writeHead(outcome.status, { 'content-type': 'application/json' }).end(JSON.stringify(outcome.body))
+    res.writeHead(outcome.status, { 'content-type': 'application/json' }).end('text' in outcome ? outcome.text : JSON.stringify(outcome.body))
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
