@@ -23,10 +23,14 @@ import { startRedisServer, type RedisServer } from '../infra/support/redis-serve
 
 const TOKEN = 'faults-redis-test-token-0123456789'
 const MODEL = 'credit-risk'
-/** How long each fault lasts: answers must come long before it ends. */
+/** How long each fault lasts at least; it stays on until every use has been tried, however slow the machine. */
 const FAULT_MS = 10_000
-/** Slack over a budget for scheduling, bundling and the backend on two shared cores; far below the fault. */
-const MARGIN_MS = 2_000
+/**
+ * Slack over a budget for scheduling, bundling and the backend on two loaded shared cores. The
+ * fault outlasts every answer by construction, so a wait that is not bounded by its budget waits
+ * for the adapter's command timeout (3 × FAULT_MS) and fails this whatever the machine's speed.
+ */
+const MARGIN_MS = 5_000
 /** The rollout cache's TTL: after it, a read asks Redis again. */
 const ROLLOUT_TTL_MS = 2_000
 /** Concurrent clients, and for how long they send, while the fault is on. */
@@ -269,7 +273,7 @@ const recovered = async (recoveries: Awaited<ReturnType<typeof duringFault>>, cl
 }
 
 /**
- * Healthy first, then the fault for `FAULT_MS`, each use tried while it is on, then `clear` and the
+ * Healthy first, then the fault for at least `FAULT_MS`, each use tried while it is on, then `clear` and the
  * polls for full service. `clear` must be safe to call twice (it runs again if the test failed).
  */
 const withFault = async (fault: Fault, start: () => Promise<void>, clear: () => Promise<void>) => {
@@ -279,9 +283,8 @@ const withFault = async (fault: Fault, start: () => Promise<void>, clear: () => 
   try {
     await sleep(ROLLOUT_TTL_MS + 100)
     const recoveries = await duringFault(fault)
-    // The fault is real only if it outlasts every answer above.
-    expect(performance.now() - began).toBeLessThan(FAULT_MS)
-    await sleep(FAULT_MS - (performance.now() - began))
+    // The fault outlasts every answer above: it ends only after them (and not before FAULT_MS).
+    await sleep(Math.max(0, FAULT_MS - (performance.now() - began)))
     await clear()
     await recovered(recoveries, performance.now())
   } finally {
@@ -294,7 +297,7 @@ const running = () => redis.child.exitCode === null && redis.child.signalCode ==
 describe('Redis faults, end to end (workerd edge, real backend, redis-server behind the Upstash adapter)', () => {
   it(`STALL (SIGSTOP for ${FAULT_MS / 1000} s): every use answers within its budget, degraded or 503, and service returns after SIGCONT`, async () => {
     await withFault('stall', async () => redis.signal('SIGSTOP'), async () => redis.signal('SIGCONT'))
-  }, 60_000)
+  }, 120_000)
 
   it(`OUTAGE (killed for ${FAULT_MS / 1000} s, restarted on its port, seeded again): the same, and service returns after the restart`, async () => {
     const port = redis.port
@@ -303,5 +306,5 @@ describe('Redis faults, end to end (workerd edge, real backend, redis-server beh
       redis = await startRedisServer(port)
       await seed()
     })
-  }, 60_000)
+  }, 120_000)
 })
