@@ -185,8 +185,13 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
     const after = await fetch(rolloutUrl, { headers: admin })
     expect(after.headers.get('etag')).toBe('"r1"')
     expect(await after.json()).toMatchObject({ revision: 1, source: 'stored', rollout })
-    // A stale If-Match is refused.
-    const stale = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': '"r0"' }, body: JSON.stringify({ rollout }) })
+    // The same PUT sent again (a retry after a lost answer) is the change already made: 200, r1.
+    const replay = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout }) })
+    expect(replay.status).toBe(200)
+    expect(replay.headers.get('etag')).toBe('"r1"')
+    // Another change on the stale If-Match is refused.
+    const other = { ...rollout, arms: [{ variant: 'stable', version: 2, weight: 50 }, { variant: 'previous', version: 1, weight: 50 }] }
+    const stale = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout: other }) })
     expect(stale.status).toBe(412)
 
     expect(await scanKeys(`rollout:${MODEL}`)).toEqual([`rollout:${MODEL}`])
