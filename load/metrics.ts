@@ -1,3 +1,5 @@
+import { parsePrometheusText } from '../shared/prometheus-text.ts'
+
 /** Reads the batch-size histogram the real server exports, to learn what the batcher formed. */
 
 const BATCH_SIZE = 'edge_infer_backend_batch_size_rows'
@@ -11,12 +13,10 @@ export interface BatchCounters {
 /** Sums `<histogram>_sum` and `_count` over every version of one model in Prometheus text. */
 export const parseBatchCounters = (text: string, model: string): BatchCounters => {
   const counters: BatchCounters = { rows: 0, batches: 0 }
-  const label = `model="${model}"`
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(BATCH_SIZE) || !line.includes(label)) continue
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1))
-    if (line.startsWith(`${BATCH_SIZE}_sum{`)) counters.rows += value
-    else if (line.startsWith(`${BATCH_SIZE}_count{`)) counters.batches += value
+  for (const { name, labels, value } of parsePrometheusText(text)) {
+    if (labels.model !== model) continue
+    if (name === `${BATCH_SIZE}_sum`) counters.rows += value
+    else if (name === `${BATCH_SIZE}_count`) counters.batches += value
   }
   return counters
 }

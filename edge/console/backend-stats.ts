@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import type { AppEnv } from '../env.ts'
 import { HEADERS } from '../../shared/headers.ts'
+import { parsePrometheusText, type PrometheusSample } from '../../shared/prometheus-text.ts'
 import { Problem } from '../problem.ts'
 import type { BackendStats, Rejection, VersionStats } from './backend-stats-shape.ts'
 
@@ -17,30 +18,8 @@ const REJECTION_STATUS: Readonly<Record<string, number>> = {
   invalid_request: 400,
 }
 
-interface Sample {
-  name: string
-  labels: Record<string, string>
-  value: number
-}
-
-const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g
-
-/** The samples of a Prometheus text exposition whose names start with the backend's prefix. */
-export const parseExposition = (text: string): Sample[] => {
-  const samples: Sample[] = []
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(PREFIX)) continue
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line)
-    if (!match) continue
-    const labels: Record<string, string> = {}
-    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL)) labels[key] = raw.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))
-    samples.push({ name: match[1].slice(PREFIX.length), labels, value: Number(match[3]) })
-  }
-  return samples
-}
-
 /** The console's view of a backend's metrics: per model version, and its refusals. */
-export const backendStatsOf = (samples: readonly Sample[], now: Date): BackendStats => {
+export const backendStatsOf = (samples: readonly PrometheusSample[], now: Date): BackendStats => {
   const versions = new Map<string, VersionStats>()
   const versionOf = ({ model, version }: Record<string, string>): VersionStats => {
     const id = `${model}\n${version}`
@@ -54,7 +33,9 @@ export const backendStatsOf = (samples: readonly Sample[], now: Date): BackendSt
   const cumulative = new Map<VersionStats, Array<{ le: number; count: number }>>()
   const rejections: Rejection[] = []
   let ready: boolean | null = null
-  for (const { name, labels, value } of samples) {
+  for (const { name: full, labels, value } of samples) {
+    if (!full.startsWith(PREFIX)) continue
+    const name = full.slice(PREFIX.length)
     const versioned = labels.model !== undefined && labels.version !== undefined
     if (name === 'ready') ready = value === 1
     else if (name === 'rejected_requests_total' && labels.model !== undefined) {
@@ -111,5 +92,13 @@ export const backendStatsRoutes = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendSt
       await res.body?.cancel()
       throw new Problem(502, 'Bad Gateway', `the inference tier answered ${res.status} for its metrics`, { slug: 'backend-stats-unavailable' })
     }
-    return c.json(backendStatsOf(parseExposition(await res.text()), new Date()))
+    const text = await res.text()
+    let samples: PrometheusSample[]
+    try {
+      samples = parsePrometheusText(text)
+    } catch {
+      // The parser's message quotes the body, which a problem never carries.
+      throw new Problem(502, 'Bad Gateway', 'the inference tier\'s metrics are not Prometheus text', { slug: 'backend-stats-unavailable' })
+    }
+    return c.json(backendStatsOf(samples, new Date()))
   })

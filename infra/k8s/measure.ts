@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { runAutocannon } from '../../load/autocannon.ts'
 import { primeInfer, startServer, waitReady } from '../../load/servers.ts'
 import { creditRiskWorkload } from '../../load/workloads.ts'
+import { parsePrometheusText } from '../../shared/prometheus-text.ts'
 
 /**
  * `tsx infra/k8s/measure.ts`: the figures the manifests are sized from (see sizing.ts). Starts the
@@ -19,8 +20,8 @@ const statusKb = async (pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> 
 }
 
 const queueDepth = async (url: string): Promise<number> => {
-  const text = await (await fetch(`${url}/metrics`)).text()
-  return [...text.matchAll(/^edge_infer_backend_queue_depth_rows\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0)
+  const samples = parsePrometheusText(await (await fetch(`${url}/metrics`)).text())
+  return samples.filter((s) => s.name === 'edge_infer_backend_queue_depth_rows').reduce((n, s) => n + s.value, 0)
 }
 
 const durationS = Number(process.env.MEASURE_DURATION_S ?? 8)

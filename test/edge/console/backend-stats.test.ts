@@ -1,13 +1,15 @@
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Server, type Socket } from 'node:net'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
-import { backendStatsRoutes, backendStatsOf, parseExposition } from '../../../edge/console/backend-stats.ts'
+import { backendStatsRoutes, backendStatsOf } from '../../../edge/console/backend-stats.ts'
 import type { BackendStats } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/env.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
 import { demoApplicant } from '../../../infra/local/demo-applicant.ts'
+import { parsePrometheusText } from '../../../shared/prometheus-text.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 
 /** `GET /v1/backend/stats` against the real backend, and against one that never answers. */
@@ -87,6 +89,25 @@ describe('GET /v1/backend/stats', () => {
       await new Promise((resolve) => silent.close(resolve))
     }
   })
+
+  it('answers 502 when what answers at the backend\'s /metrics is not Prometheus text', async () => {
+    const html = createHttpServer((_, res) => res.end('<html><body>sign in</body></html>\n'))
+    await new Promise<void>((resolve) => html.listen(0, '127.0.0.1', resolve))
+    const { port } = html.address() as { port: number }
+    const route = new Hono<AppEnv>()
+      .use((c, next) => (c.set('requestId', 'stats-test'), next()))
+      .route('/', backendStatsRoutes())
+      .onError(onError)
+    try {
+      const res = await route.request('/v1/backend/stats', {}, { BACKEND_URL: `http://127.0.0.1:${port}` })
+      expect(res.status).toBe(502)
+      const problem = (await res.json()) as { type: string; detail: string }
+      expect(problem.type).toBe('https://edge-infer.dev/problems/backend-stats-unavailable')
+      expect(problem.detail).toBe('the inference tier\'s metrics are not Prometheus text')
+    } finally {
+      await new Promise((resolve) => html.close(resolve))
+    }
+  })
 })
 
 describe('the backend\'s metrics, as the console reads them', () => {
@@ -104,7 +125,7 @@ describe('the backend\'s metrics, as the console reads them', () => {
       'edge_infer_backend_execution_provider_info{model="m",version="1",provider="cpu"} 0',
       'other_metric{model="m",version="1"} 9',
     ].join('\n')
-    const stats = backendStatsOf(parseExposition(text), new Date(0))
+    const stats = backendStatsOf(parsePrometheusText(text), new Date(0))
     expect(stats.rejections).toEqual([
       { model: 'm', reason: 'queue_full', status: 429, count: 4 },
       { model: 'm', reason: 'expired', status: 504, count: 2 },
