@@ -26,7 +26,7 @@ export const assetExcludes = (root = REPO_ROOT): string[] =>
   readFileSync(join(root, DOCKERIGNORE), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'))
 
 /**
- * Sized from a measured cold start of the built handler (README, "Lambda CPU tier"). Memory is not
+ * Sized from a measured cold start of the built handler (docs/deploy.md, "Lambda CPU tier"). Memory is not
  * the constraint, CPU is: Lambda gives one vCPU at 1,769 MB and proportionally less below, and the
  * fallback gets only what is left of the edge's deadline once the HTTP tier has used its share.
  */
@@ -131,7 +131,7 @@ export class LambdaTierStack extends Stack {
     })
 
     // The edge's identity. Workers have no AWS role to assume, so it is a user; its access key is
-    // made by the operator with the CLI (see the README) so the secret never enters CloudFormation.
+    // made by the operator with the CLI (see docs/deploy.md) so the secret never enters CloudFormation.
     this.edgeUser = new iam.User(this, 'EdgeInvoker')
     new iam.Policy(this, 'EdgeInvokePolicy', {
       users: [this.edgeUser],

@@ -14,7 +14,7 @@ import { freePort } from '../support/ports.ts'
  * The inference tiers behind the bundled worker in real workerd, stalled (SIGSTOP) and killed:
  * the backend, and the Lambda CPU tier (the local Invoke endpoint as a process of its own). Each
  * case asserts what the client is owed within its deadline, and that service returns once the
- * fault clears. The latency of every case is printed (the README's fault table).
+ * fault clears. The latency of every case is printed (the fault table in docs/architecture.md).
  */
 const FUNCTION = 'edge-infer-cpu'
 const DEADLINE_MS = 3_000

@@ -4,7 +4,7 @@ import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-k
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 
 // Bodies that are not what they claim, sent byte for byte to the bundled worker in real workerd
-// (what production runs; `wrangler dev` puts its own proxy in front, see README local-dev notes).
+// (what production runs; `wrangler dev` puts its own proxy in front, see docs/architecture.md, local-dev notes).
 // Everything here is refused by auth or requireJson, before the model is looked up, so no backend is needed.
 
 const PREDICT = '/v1/models/credit-risk/predict'
