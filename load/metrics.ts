@@ -1,8 +1,9 @@
+import { BACKEND_METRICS } from '../shared/backend-metrics.ts'
 import { parsePrometheusText } from '../shared/prometheus-text.ts'
 
 /** Reads the batch-size histogram the real server exports, to learn what the batcher formed. */
 
-const BATCH_SIZE = 'edge_infer_backend_batch_size_rows'
+const BATCH_SIZE = BACKEND_METRICS.batchSize
 
 export interface BatchCounters {
   /** Rows over all executed batches. */

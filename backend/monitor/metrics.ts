@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { BACKEND_METRIC_PREFIX as PREFIX, BACKEND_METRICS as NAMES } from '../../shared/backend-metrics.ts'
 import type { Verdict } from '../../shared/drift/report.ts'
 import type { DistributionDrift, DriftReport } from './drift/report.ts'
 import { TallyCounter, TallyHistogram } from './tally.ts'
 
-const PREFIX = 'edge_infer_backend_'
 /** Window of the drift gauges. */
 export const DRIFT_GAUGE_MINUTES = 15
 
@@ -36,7 +36,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
   }
   const driftGauge = (name: string, help: string, value: (d: DistributionDrift) => number) =>
     new Gauge({
-      name: `${PREFIX}${name}`,
+      name,
       help,
       labelNames: ['model', 'version', 'feature'],
       registers: [registry],
@@ -56,12 +56,12 @@ export const createMetrics = (queue: QueueDepthSource) => {
   const versioned = ['model', 'version'] as const
   // Counted per request or per batch: tallies, bound once per series (see tally.ts).
   const hot = {
-    requests: new TallyCounter(`${PREFIX}requests_total`, 'Inference requests by outcome', [...versioned, 'status']),
-    requestDuration: new TallyHistogram(`${PREFIX}request_duration_seconds`, 'Infer request time from parsed body to response', versioned, LATENCY_BUCKETS),
-    queueDuration: new TallyHistogram(`${PREFIX}queue_duration_seconds`, 'Time a request waited for its batch', versioned, LATENCY_BUCKETS),
-    computeDuration: new TallyHistogram(`${PREFIX}compute_duration_seconds`, 'session.run time per batch', versioned, LATENCY_BUCKETS),
-    batchSize: new TallyHistogram(`${PREFIX}batch_size_rows`, 'Rows per executed batch', versioned, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
-    batches: new TallyCounter(`${PREFIX}batches_total`, 'Executed batches by why they were sent', [...versioned, 'reason']),
+    requests: new TallyCounter(NAMES.requests, 'Inference requests by outcome', [...versioned, 'status']),
+    requestDuration: new TallyHistogram(NAMES.requestDuration, 'Infer request time from parsed body to response', versioned, LATENCY_BUCKETS),
+    queueDuration: new TallyHistogram(NAMES.queueDuration, 'Time a request waited for its batch', versioned, LATENCY_BUCKETS),
+    computeDuration: new TallyHistogram(NAMES.computeDuration, 'session.run time per batch', versioned, LATENCY_BUCKETS),
+    batchSize: new TallyHistogram(NAMES.batchSize, 'Rows per executed batch', versioned, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+    batches: new TallyCounter(NAMES.batches, 'Executed batches by why they were sent', [...versioned, 'reason']),
   }
   return {
     registry,
@@ -70,13 +70,13 @@ export const createMetrics = (queue: QueueDepthSource) => {
     async exposition(): Promise<string> {
       return `${await registry.metrics()}\n${Object.values(hot).map((t) => t.render()).join('\n\n')}\n`
     },
-    rejected: new Counter({ name: `${PREFIX}rejected_requests_total`, help: 'Requests refused or dropped, by reason', labelNames: ['model', 'reason'], registers: [registry] }),
-    modelLoadDuration: new Histogram({ name: `${PREFIX}model_load_duration_seconds`, help: 'Load plus warm-up time per model version', labelNames: versioned, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] }),
-    modelsLoaded: new Gauge({ name: `${PREFIX}models_loaded`, help: 'Model versions ready and serving', registers: [registry] }),
-    executionProvider: new Gauge({ name: `${PREFIX}execution_provider_info`, help: 'Active execution provider per model version (value 1)', labelNames: [...versioned, 'provider'], registers: [registry] }),
-    versionBroken: new Gauge({ name: `${PREFIX}model_version_broken`, help: '1 while a model version has no inference instance left and is retried with backoff (readiness is off for a pinned model)', labelNames: versioned, registers: [registry] }),
+    rejected: new Counter({ name: NAMES.rejected, help: 'Requests refused or dropped, by reason', labelNames: ['model', 'reason'], registers: [registry] }),
+    modelLoadDuration: new Histogram({ name: NAMES.modelLoadDuration, help: 'Load plus warm-up time per model version', labelNames: versioned, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] }),
+    modelsLoaded: new Gauge({ name: NAMES.modelsLoaded, help: 'Model versions ready and serving', registers: [registry] }),
+    executionProvider: new Gauge({ name: NAMES.executionProvider, help: 'Active execution provider per model version (value 1)', labelNames: [...versioned, 'provider'], registers: [registry] }),
+    versionBroken: new Gauge({ name: NAMES.versionBroken, help: '1 while a model version has no inference instance left and is retried with backoff (readiness is off for a pinned model)', labelNames: versioned, registers: [registry] }),
     queueDepth: new Gauge({
-      name: `${PREFIX}queue_depth_rows`,
+      name: NAMES.queueDepth,
       help: 'Rows waiting plus running per model version: the autoscaling signal',
       labelNames: versioned,
       registers: [registry],
@@ -85,11 +85,11 @@ export const createMetrics = (queue: QueueDepthSource) => {
         for (const { model, version, depth } of queue.depths()) this.set({ model, version }, depth)
       },
     }),
-    driftPsi: driftGauge('drift_psi', `PSI of the last ${DRIFT_GAUGE_MINUTES} min against the baseline, per feature (feature="${PREDICTION_SERIES}": the prediction histogram)`, (d) => d.psi),
-    driftVerdict: driftGauge('drift_verdict', 'Drift verdict of the window: -1 insufficient, 0 ok, 1 warning, 2 critical', (d) => VERDICT_VALUE[d.verdict]),
-    driftAlerting: driftGauge('drift_alerting', '1 while the 3-window alert rule is raised', (d) => (d.alerting ? 1 : 0)),
+    driftPsi: driftGauge(NAMES.driftPsi, `PSI of the last ${DRIFT_GAUGE_MINUTES} min against the baseline, per feature (feature="${PREDICTION_SERIES}": the prediction histogram)`, (d) => d.psi),
+    driftVerdict: driftGauge(NAMES.driftVerdict, 'Drift verdict of the window: -1 insufficient, 0 ok, 1 warning, 2 critical', (d) => VERDICT_VALUE[d.verdict]),
+    driftAlerting: driftGauge(NAMES.driftAlerting, '1 while the 3-window alert rule is raised', (d) => (d.alerting ? 1 : 0)),
     driftDatasetVerdict: new Gauge({
-      name: `${PREFIX}drift_dataset_verdict`,
+      name: NAMES.driftDatasetVerdict,
       help: 'Dataset drift verdict per model version: -1 insufficient, 0 ok, 1 warning, 2 critical',
       labelNames: versioned,
       registers: [registry],
@@ -99,7 +99,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
       },
     }),
     queueCapacity: new Gauge({
-      name: `${PREFIX}queue_capacity_rows`,
+      name: NAMES.queueCapacity,
       help: 'Rows a model version\'s queue takes at most (max_queue_size): beyond it requests are refused with 429',
       labelNames: versioned,
       registers: [registry],
@@ -109,7 +109,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
       },
     }),
     ready: new Gauge({
-      name: `${PREFIX}ready`,
+      name: NAMES.ready,
       help: '1 while /v2/health/ready answers ready (every pinned model serving, not shutting down), else 0',
       registers: [registry],
       collect() {
@@ -118,7 +118,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
     }),
     // A gauge may not end in _total (promtool); this one keeps a series at 0 when no version is loaded.
     queueDepthAll: new Gauge({
-      name: `${PREFIX}queue_depth_all_rows`,
+      name: NAMES.queueDepthAll,
       help: 'Rows waiting plus running over all models',
       registers: [registry],
       collect() {

@@ -1,11 +1,11 @@
 import { Hono } from 'hono'
 import type { AppEnv } from '../env.ts'
+import { BACKEND_METRICS as NAMES } from '../../shared/backend-metrics.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import { parsePrometheusText, type PrometheusSample } from '../../shared/prometheus-text.ts'
 import { Problem } from '../problem.ts'
 import type { BackendStats, Rejection, VersionStats } from './backend-stats-shape.ts'
 
-const PREFIX = 'edge_infer_backend_'
 const DEFAULT_TIMEOUT_MS = 5_000
 
 /** The status the backend answers each refusal reason with (backend/batcher, backend/infer). */
@@ -33,22 +33,20 @@ export const backendStatsOf = (samples: readonly PrometheusSample[], now: Date):
   const cumulative = new Map<VersionStats, Array<{ le: number; count: number }>>()
   const rejections: Rejection[] = []
   let ready: boolean | null = null
-  for (const { name: full, labels, value } of samples) {
-    if (!full.startsWith(PREFIX)) continue
-    const name = full.slice(PREFIX.length)
+  for (const { name, labels, value } of samples) {
     const versioned = labels.model !== undefined && labels.version !== undefined
-    if (name === 'ready') ready = value === 1
-    else if (name === 'rejected_requests_total' && labels.model !== undefined) {
+    if (name === NAMES.ready) ready = value === 1
+    else if (name === NAMES.rejected && labels.model !== undefined) {
       rejections.push({ model: labels.model, reason: labels.reason, status: REJECTION_STATUS[labels.reason] ?? null, count: value })
     } else if (!versioned) continue
-    else if (name === 'execution_provider_info' && value === 1) versionOf(labels).execution_provider = labels.provider
-    else if (name === 'queue_depth_rows') versionOf(labels).queue_depth_rows = value
-    else if (name === 'queue_capacity_rows') versionOf(labels).queue_capacity_rows = value
-    else if (name === 'requests_total') versionOf(labels).requests_by_status[labels.status] = value
-    else if (name === 'batches_total') versionOf(labels).batches_by_reason[labels.reason] = value
-    else if (name === 'batch_size_rows_sum') versionOf(labels).batch_size.sum = value
-    else if (name === 'batch_size_rows_count') versionOf(labels).batch_size.count = value
-    else if (name === 'batch_size_rows_bucket') {
+    else if (name === NAMES.executionProvider && value === 1) versionOf(labels).execution_provider = labels.provider
+    else if (name === NAMES.queueDepth) versionOf(labels).queue_depth_rows = value
+    else if (name === NAMES.queueCapacity) versionOf(labels).queue_capacity_rows = value
+    else if (name === NAMES.requests) versionOf(labels).requests_by_status[labels.status] = value
+    else if (name === NAMES.batches) versionOf(labels).batches_by_reason[labels.reason] = value
+    else if (name === `${NAMES.batchSize}_sum`) versionOf(labels).batch_size.sum = value
+    else if (name === `${NAMES.batchSize}_count`) versionOf(labels).batch_size.count = value
+    else if (name === `${NAMES.batchSize}_bucket`) {
       const stats = versionOf(labels)
       const list = cumulative.get(stats) ?? []
       list.push({ le: labels.le === '+Inf' ? Infinity : Number(labels.le), count: value })

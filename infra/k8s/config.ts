@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { settingsSchema } from '../../backend/settings.ts'
+import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 
 /** Names a cluster may need to change, in one place (the tests check everything derived from them). */
 export interface ClusterConfig {
@@ -69,7 +70,7 @@ export const LIVE_PATH = '/v2/health/live'
 export const METRICS_PATH = '/metrics'
 export const PORT_NAME = 'http'
 /** The gauge KEDA sums: rows waiting plus running per model version (backend/monitor/metrics.ts). */
-export const QUEUE_DEPTH_METRIC = 'edge_infer_backend_queue_depth_rows'
+export const QUEUE_DEPTH_METRIC = BACKEND_METRICS.queueDepth
 /** Model repository volume, written by the init container, read by the server. */
 export const MODEL_MOUNT = '/models'
 /** Numeric so runAsNonRoot can be checked by the kubelet without reading /etc/passwd. */

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { runAutocannon } from '../../load/autocannon.ts'
 import { primeInfer, startServer, waitReady } from '../../load/servers.ts'
 import { creditRiskWorkload } from '../../load/workloads.ts'
+import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { parsePrometheusText } from '../../shared/prometheus-text.ts'
 
 /**
@@ -21,7 +22,7 @@ const statusKb = async (pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> 
 
 const queueDepth = async (url: string): Promise<number> => {
   const samples = parsePrometheusText(await (await fetch(`${url}/metrics`)).text())
-  return samples.filter((s) => s.name === 'edge_infer_backend_queue_depth_rows').reduce((n, s) => n + s.value, 0)
+  return samples.filter((s) => s.name === BACKEND_METRICS.queueDepth).reduce((n, s) => n + s.value, 0)
 }
 
 const durationS = Number(process.env.MEASURE_DURATION_S ?? 8)

@@ -5,10 +5,11 @@ import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-s
 import { PanelBuilder as StateTimelinePanel } from '@grafana/grafana-foundation-sdk/statetimeline'
 import { PanelBuilder as TimeseriesPanel } from '@grafana/grafana-foundation-sdk/timeseries'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { queueDepthQuery } from '../k8s/autoscaling.ts'
 import { defaultConfig, type ClusterConfig } from '../k8s/config.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../k8s/sizing.ts'
-import { LATENCY_SLO, QUEUE_FILL_WARNING, sloErrorRatio } from './rules.ts'
+import { LATENCY_SLO, QUEUE_FILL, QUEUE_FILL_WARNING, sloErrorRatio } from './rules.ts'
 
 export const DATASOURCE_VARIABLE = 'datasource'
 const datasource = { type: 'prometheus', uid: `\${${DATASOURCE_VARIABLE}}` }
@@ -62,9 +63,9 @@ const backendPanels = (c: ClusterConfig) => {
   const pods = `up{namespace="${c.namespace}",service="${c.name}"}`
   return [
     timeseries('Backend p50 / p99: request, queue, compute', 's', [
-      ...quantiles('edge_infer_backend_request_duration_seconds', 'version', 'request v{{version}}'),
-      ...quantiles('edge_infer_backend_queue_duration_seconds', 'version', 'queue v{{version}}'),
-      ...quantiles('edge_infer_backend_compute_duration_seconds', 'version', 'compute v{{version}}'),
+      ...quantiles(BACKEND.requestDuration, 'version', 'request v{{version}}'),
+      ...quantiles(BACKEND.queueDuration, 'version', 'queue v{{version}}'),
+      ...quantiles(BACKEND.computeDuration, 'version', 'compute v{{version}}'),
     ]),
     new HeatmapPanel()
       .title('Batch size distribution')
@@ -72,20 +73,20 @@ const backendPanels = (c: ClusterConfig) => {
       .span(12)
       .height(8)
       .calculate(false)
-      .withTarget(query(`sum by (le) (increase(edge_infer_backend_batch_size_rows_bucket{${MODEL}}[$__rate_interval]))`, '{{le}}', 'A').format(PromQueryFormat.Heatmap)),
-    timeseries('Batches by reason', 'ops', [[`sum by (reason) (${rate(`edge_infer_backend_batches_total{${MODEL}}`)})`, '{{reason}}']]),
+      .withTarget(query(`sum by (le) (increase(${BACKEND.batchSize}_bucket{${MODEL}}[$__rate_interval]))`, '{{le}}', 'A').format(PromQueryFormat.Heatmap)),
+    timeseries('Batches by reason', 'ops', [[`sum by (reason) (${rate(`${BACKEND.batches}{${MODEL}}`)})`, '{{reason}}']]),
     withLine(timeseries(`Queue depth per replica vs KEDA target (${TARGET_ROWS_PER_REPLICA} rows)`, 'short', [
       // The ScaledObject's own query over the replicas it divides by.
       [`${queueDepthQuery(c)} / clamp_min(count(${pods} == 1), 1)`, 'rows per replica'],
     ]), TARGET_ROWS_PER_REPLICA),
-    withLine(timeseries('Queue fill (depth / max_queue_size)', 'percentunit', [[`max by (model, version) (instance_model_version:edge_infer_backend_queue_fill:ratio{${MODEL}})`, '{{model}} v{{version}}']]), QUEUE_FILL_WARNING),
+    withLine(timeseries('Queue fill (depth / max_queue_size)', 'percentunit', [[`max by (model, version) (${QUEUE_FILL}{${MODEL}})`, '{{model}} v{{version}}']]), QUEUE_FILL_WARNING),
     timeseries('Replicas', 'short', [
       [`count(${pods} == 1)`, 'scraped and up'],
       [`sum(kube_deployment_status_replicas_available{namespace="${c.namespace}",deployment="${c.name}"})`, 'available (kube-state-metrics)'],
       [`max(kube_horizontalpodautoscaler_status_desired_replicas{namespace="${c.namespace}",horizontalpodautoscaler="${c.name}"})`, 'desired by the autoscaler'],
     ]),
     timeseries('Rejections', 'reqps', [
-      [`sum by (reason) (${rate(`edge_infer_backend_rejected_requests_total{${MODEL}}`)})`, 'backend {{reason}}'],
+      [`sum by (reason) (${rate(`${BACKEND.rejected}{${MODEL}}`)})`, 'backend {{reason}}'],
       [`sum (${rate(edgeRequests('code="429"'))})`, 'edge 429'],
     ]),
   ]
@@ -98,8 +99,8 @@ const driftPanels = () => [
     .span(24)
     .height(10)
     .mappings([{ type: MappingType.ValueToText, options: Object.fromEntries(VERDICTS.map(([value, text, color], index) => [String(value), { text, color, index }])) }])
-    .withTarget(query(`max by (version, feature) (edge_infer_backend_drift_verdict{${MODEL}})`, 'v{{version}} {{feature}}', 'A')),
-  timeseries('PSI per feature', 'short', [[`max by (version, feature) (edge_infer_backend_drift_psi{${MODEL}})`, 'v{{version}} {{feature}}']]),
+    .withTarget(query(`max by (version, feature) (${BACKEND.driftVerdict}{${MODEL}})`, 'v{{version}} {{feature}}', 'A')),
+  timeseries('PSI per feature', 'short', [[`max by (version, feature) (${BACKEND.driftPsi}{${MODEL}})`, 'v{{version}} {{feature}}']]),
   timeseries('Rollout weights', 'percent', [[`max by (version, arm) (${WEIGHT_METRIC}{${MODEL}})`, '{{arm}} v{{version}}']])
     .stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal))
     .min(0)
@@ -126,7 +127,7 @@ export const dashboard = (c: ClusterConfig = defaultConfig): Dashboard => {
       new QueryVariableBuilder('model')
         .label('Model')
         .datasource(datasource)
-        .query('label_values(edge_infer_backend_queue_depth_rows, model)')
+        .query(`label_values(${BACKEND.queueDepth}, model)`)
         .multi(true)
         .includeAll(true)
         .allValue('.*'),

@@ -1,3 +1,5 @@
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { BACKEND_JOB, LATENCY_SLO, allAlerts, type AlertRule } from './rules.ts'
 
 /**
@@ -35,57 +37,57 @@ const edgeLatency = (slowPerMinute: number, minutes: number, recoveredFor = 0): 
     ? `0+${fastBefore}x${minutes}`
     : `0+${fastBefore}x${minutes - recoveredFor} ${fastBefore * (minutes - recoveredFor) + 100}+100x${recoveredFor - 1}`
   return [
-    series('edge_infer_edge_request_duration_seconds_bucket', { ...labels, le: String(LATENCY_SLO.thresholdSeconds) }, fast),
-    series('edge_infer_edge_request_duration_seconds_count', labels, `0+100x${minutes}`),
+    series(`${DURATION_METRIC}_bucket`, { ...labels, le: String(LATENCY_SLO.thresholdSeconds) }, fast),
+    series(`${DURATION_METRIC}_count`, labels, `0+100x${minutes}`),
   ]
 }
 
 export const ALERT_CASES: Record<string, Case[]> = {
   EdgeInferFeatureDrift: [
-    { why: 'the backend raised the 3-window alert for one feature', at: '2m', series: [series('edge_infer_backend_drift_alerting', { ...BACKEND, ...VERSION, feature: 'income' }, '0 1 1')], fires: { ...VERSION, feature: 'income' } },
-    { why: 'critical PSI but the 3-window rule not raised', series: [series('edge_infer_backend_drift_alerting', { ...BACKEND, ...VERSION, feature: 'income' }, '0 0 0'), series('edge_infer_backend_drift_verdict', { ...BACKEND, ...VERSION, feature: 'income' }, '2 2 2')], at: '2m' },
+    { why: 'the backend raised the 3-window alert for one feature', at: '2m', series: [series(BACKEND_METRICS.driftAlerting, { ...BACKEND, ...VERSION, feature: 'income' }, '0 1 1')], fires: { ...VERSION, feature: 'income' } },
+    { why: 'critical PSI but the 3-window rule not raised', series: [series(BACKEND_METRICS.driftAlerting, { ...BACKEND, ...VERSION, feature: 'income' }, '0 0 0'), series(BACKEND_METRICS.driftVerdict, { ...BACKEND, ...VERSION, feature: 'income' }, '2 2 2')], at: '2m' },
   ],
   EdgeInferDatasetDrift: [
-    { why: 'critical for 20 min', at: '20m', series: [series('edge_infer_backend_drift_dataset_verdict', { ...BACKEND, ...VERSION }, '2x20')], fires: VERSION },
-    { why: 'critical for 14 min only', at: '15m', series: [series('edge_infer_backend_drift_dataset_verdict', { ...BACKEND, ...VERSION }, '1 2x14')] },
+    { why: 'critical for 20 min', at: '20m', series: [series(BACKEND_METRICS.driftDatasetVerdict, { ...BACKEND, ...VERSION }, '2x20')], fires: VERSION },
+    { why: 'critical for 14 min only', at: '15m', series: [series(BACKEND_METRICS.driftDatasetVerdict, { ...BACKEND, ...VERSION }, '1 2x14')] },
   ],
   EdgeInferCanaryRolledBack: [
-    { why: 'a rollback decision 1 min ago', at: '3m', series: [series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'rollback' }, '0 0 1 1')], fires: MODEL },
-    { why: 'a rollback more than 15 min ago, promotions since', at: '30m', series: [series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'rollback' }, '0 1x30'), series('edge_infer_rollout_decisions_total', { ...MODEL, action: 'promote' }, '0+1x30')] },
+    { why: 'a rollback decision 1 min ago', at: '3m', series: [series(DECISIONS_METRIC, { ...MODEL, action: 'rollback' }, '0 0 1 1')], fires: MODEL },
+    { why: 'a rollback more than 15 min ago, promotions since', at: '30m', series: [series(DECISIONS_METRIC, { ...MODEL, action: 'rollback' }, '0 1x30'), series(DECISIONS_METRIC, { ...MODEL, action: 'promote' }, '0+1x30')] },
   ],
   EdgeInferQueueNearCapacity: [
     {
       why: '85% of max_queue_size for 4 min',
       at: '4m',
-      series: [series('edge_infer_backend_queue_depth_rows', { ...BACKEND, ...VERSION }, '3500x4'), series('edge_infer_backend_queue_capacity_rows', { ...BACKEND, ...VERSION }, '4096x4')],
+      series: [series(BACKEND_METRICS.queueDepth, { ...BACKEND, ...VERSION }, '3500x4'), series(BACKEND_METRICS.queueCapacity, { ...BACKEND, ...VERSION }, '4096x4')],
       fires: { ...BACKEND, ...VERSION },
     },
-    { why: '73% of max_queue_size', at: '4m', series: [series('edge_infer_backend_queue_depth_rows', { ...BACKEND, ...VERSION }, '3000x4'), series('edge_infer_backend_queue_capacity_rows', { ...BACKEND, ...VERSION }, '4096x4')] },
+    { why: '73% of max_queue_size', at: '4m', series: [series(BACKEND_METRICS.queueDepth, { ...BACKEND, ...VERSION }, '3000x4'), series(BACKEND_METRICS.queueCapacity, { ...BACKEND, ...VERSION }, '4096x4')] },
   ],
   EdgeInferBackendQueueFull: [
     {
       why: '10% of requests refused as queue_full for 10 min',
       at: '10m',
-      series: [series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '200' }, '0+90x10'), series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '429' }, '0+10x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+10x10')],
+      series: [series(BACKEND_METRICS.requests, { ...BACKEND, ...VERSION, status: '200' }, '0+90x10'), series(BACKEND_METRICS.requests, { ...BACKEND, ...VERSION, status: '429' }, '0+10x10'), series(BACKEND_METRICS.rejected, { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+10x10')],
       fires: MODEL,
     },
     {
       why: '1% refused, and invalid requests (not capacity) are ignored',
       at: '10m',
-      series: [series('edge_infer_backend_requests_total', { ...BACKEND, ...VERSION, status: '200' }, '0+99x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+1x10'), series('edge_infer_backend_rejected_requests_total', { ...BACKEND, ...MODEL, reason: 'invalid_request' }, '0+50x10')],
+      series: [series(BACKEND_METRICS.requests, { ...BACKEND, ...VERSION, status: '200' }, '0+99x10'), series(BACKEND_METRICS.rejected, { ...BACKEND, ...MODEL, reason: 'queue_full' }, '0+1x10'), series(BACKEND_METRICS.rejected, { ...BACKEND, ...MODEL, reason: 'invalid_request' }, '0+50x10')],
     },
   ],
   EdgeInferEdgeTooManyRequests: [
     {
       why: '9% of edge answers are 429 for 10 min',
       at: '10m',
-      series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+10x10')],
+      series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+10x10')],
       fires: MODEL,
     },
     {
       why: '2% are 429, and other 4xx do not count',
       at: '10m',
-      series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+2x10'), series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '4xx', code: '400', served_by: 'edge' }, '0+30x10')],
+      series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+100x10'), series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '4xx', code: '429', served_by: 'edge' }, '0+2x10'), series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '4xx', code: '400', served_by: 'edge' }, '0+30x10')],
     },
   ],
   EdgeInferLatencySLOFastBurn: [
@@ -98,13 +100,13 @@ export const ALERT_CASES: Record<string, Case[]> = {
     { why: '4% slow: 4x', at: '400m', series: edgeLatency(4, 400) },
   ],
   EdgeInferBackendNotReady: [
-    { why: 'scraped but not ready for 10 min', at: '10m', series: [series('edge_infer_backend_ready', BACKEND, '0x10'), series('up', BACKEND, '1x10')], fires: BACKEND },
+    { why: 'scraped but not ready for 10 min', at: '10m', series: [series(BACKEND_METRICS.ready, BACKEND, '0x10'), series('up', BACKEND, '1x10')], fires: BACKEND },
     { why: 'not scraped at all for 10 min', at: '10m', series: [series('up', BACKEND, '0x10')], fires: BACKEND },
-    { why: 'ready after 2 min of warm-up', at: '10m', series: [series('edge_infer_backend_ready', BACKEND, '0 0 1x8'), series('up', BACKEND, '1x10')] },
+    { why: 'ready after 2 min of warm-up', at: '10m', series: [series(BACKEND_METRICS.ready, BACKEND, '0 0 1x8'), series('up', BACKEND, '1x10')] },
   ],
   EdgeInferFallbackServing: [
-    { why: 'Lambda answered 10 a minute for 10 min', at: '10m', series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'lambda' }, '0+10x10')], fires: MODEL },
-    { why: 'only the backend served', at: '10m', series: [series('edge_infer_edge_requests_total', { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+10x10')] },
+    { why: 'Lambda answered 10 a minute for 10 min', at: '10m', series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'lambda' }, '0+10x10')], fires: MODEL },
+    { why: 'only the backend served', at: '10m', series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'backend' }, '0+10x10')] },
   ],
 }
 

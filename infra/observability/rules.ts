@@ -1,4 +1,5 @@
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { defaultConfig } from '../k8s/config.ts'
 
 /**
@@ -59,6 +60,9 @@ const BACKEND_BY = 'model, version'
 /** What a client waited for: every variant but the shadow copy. */
 const CLIENT_FACING = 'variant!="shadow"'
 
+/** Recorded per pod: each replica has its own queue and its own bound. */
+export const QUEUE_FILL = 'instance_model_version:edge_infer_backend_queue_fill:ratio'
+
 export const sloErrorRatio = (window: SloWindow): string => `model:edge_infer_slo_latency_errors:ratio_rate${window}`
 
 const sloRecordings: RecordingRule[] = SLO_WINDOWS.map((window) => ({
@@ -83,12 +87,11 @@ export const recordingGroups: Array<RuleGroup<RecordingRule>> = [
   {
     name: 'edge-infer-backend.recording',
     rules: [
-      { record: 'model_version_status:edge_infer_backend_requests:rate5m', expr: sumRate(`${BACKEND_BY}, status`, 'edge_infer_backend_requests_total', '5m') },
-      { record: 'model_version:edge_infer_backend_request_duration_seconds:p50_5m', expr: quantile(0.5, 'edge_infer_backend_request_duration_seconds', BACKEND_BY) },
-      { record: 'model_version:edge_infer_backend_request_duration_seconds:p99_5m', expr: quantile(0.99, 'edge_infer_backend_request_duration_seconds', BACKEND_BY) },
-      { record: 'model_version_reason:edge_infer_backend_batches:rate5m', expr: sumRate(`${BACKEND_BY}, reason`, 'edge_infer_backend_batches_total', '5m') },
-      // Per pod: each replica has its own queue and its own bound.
-      { record: 'instance_model_version:edge_infer_backend_queue_fill:ratio', expr: 'edge_infer_backend_queue_depth_rows / edge_infer_backend_queue_capacity_rows' },
+      { record: 'model_version_status:edge_infer_backend_requests:rate5m', expr: sumRate(`${BACKEND_BY}, status`, BACKEND.requests, '5m') },
+      { record: 'model_version:edge_infer_backend_request_duration_seconds:p50_5m', expr: quantile(0.5, BACKEND.requestDuration, BACKEND_BY) },
+      { record: 'model_version:edge_infer_backend_request_duration_seconds:p99_5m', expr: quantile(0.99, BACKEND.requestDuration, BACKEND_BY) },
+      { record: 'model_version_reason:edge_infer_backend_batches:rate5m', expr: sumRate(`${BACKEND_BY}, reason`, BACKEND.batches, '5m') },
+      { record: QUEUE_FILL, expr: `${BACKEND.queueDepth} / ${BACKEND.queueCapacity}` },
     ],
   },
 ]
@@ -109,7 +112,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       {
         alert: 'EdgeInferFeatureDrift',
         // Replicas share drift counts (Redis), so each reports the same verdict: one alert per feature.
-        signal: 'max by (model, version, feature) (edge_infer_backend_drift_alerting)',
+        signal: `max by (model, version, feature) (${BACKEND.driftAlerting})`,
         condition: '> 0',
         for: '0m',
         severity: 'warning',
@@ -118,7 +121,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       },
       {
         alert: 'EdgeInferDatasetDrift',
-        signal: 'max by (model, version) (edge_infer_backend_drift_dataset_verdict)',
+        signal: `max by (model, version) (${BACKEND.driftDatasetVerdict})`,
         condition: '>= 2',
         for: '15m',
         severity: 'warning',
@@ -136,7 +139,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       },
       {
         alert: 'EdgeInferQueueNearCapacity',
-        signal: 'instance_model_version:edge_infer_backend_queue_fill:ratio',
+        signal: QUEUE_FILL,
         condition: `> ${QUEUE_FILL_WARNING}`,
         for: '2m',
         severity: 'warning',
@@ -146,8 +149,8 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       {
         alert: 'EdgeInferBackendQueueFull',
         signal: ratioOrZero(
-          sumRate('model', 'edge_infer_backend_rejected_requests_total{reason="queue_full"}', '5m'),
-          sumRate('model', 'edge_infer_backend_requests_total', '5m'),
+          sumRate('model', `${BACKEND.rejected}{reason="queue_full"}`, '5m'),
+          sumRate('model', BACKEND.requests, '5m'),
         ),
         condition: `> ${TOO_MANY_REQUESTS_RATIO}`,
         for: '5m',
@@ -183,7 +186,7 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
       {
         alert: 'EdgeInferBackendNotReady',
         // A scrape that fails leaves no readiness series: `up` (0) stands in for it.
-        signal: `min by (job, instance) (edge_infer_backend_ready or on (job, instance) up{job="${BACKEND_JOB}"})`,
+        signal: `min by (job, instance) (${BACKEND.ready} or on (job, instance) up{job="${BACKEND_JOB}"})`,
         condition: '== 0',
         for: '5m',
         severity: 'critical',

@@ -5,6 +5,7 @@ import { creditRequest } from '../support/applicants.ts'
 import { post, startBackend, type BackendProcess } from '../support/backend-process.ts'
 import { createFixtureRepository, DEMO_REPOSITORY, type FixtureRepository } from '../support/fixture-repository.ts'
 import { promtoolCheckMetrics } from '../../edge/pipeline/request-metrics/promtool.ts'
+import { BACKEND_METRIC_PREFIX, BACKEND_METRICS } from '../../../shared/backend-metrics.ts'
 
 /**
  * The real backend's /metrics: promtool finds nothing to lint in it, readiness and each version's
@@ -51,6 +52,13 @@ describe('the backend exposition', () => {
     const text = await scrape(ready)
     expect(text).toMatch(/^edge_infer_backend_requests_total\{/m)
     expect(await promtoolCheckMetrics(text)).toEqual({ code: 0, findings: '' })
+  })
+
+  it('declares exactly the metrics of the name table, besides the default process and Node.js ones', async () => {
+    const declared = [...(await scrape(ready)).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1])
+    expect(declared.every((name) => name.startsWith(BACKEND_METRIC_PREFIX))).toBe(true)
+    const defaults = new RegExp(`^${BACKEND_METRIC_PREFIX}(process|nodejs)_`)
+    expect(declared.filter((name) => !defaults.test(name)).sort()).toEqual(Object.values(BACKEND_METRICS).sort())
   })
 
   it('says ready as /v2/health/ready does', async () => {
