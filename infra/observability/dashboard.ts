@@ -4,6 +4,7 @@ import { PanelBuilder as HeatmapPanel } from '@grafana/grafana-foundation-sdk/he
 import { DataqueryBuilder, PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus'
 import { PanelBuilder as StateTimelinePanel } from '@grafana/grafana-foundation-sdk/statetimeline'
 import { PanelBuilder as TimeseriesPanel } from '@grafana/grafana-foundation-sdk/timeseries'
+import { NORMALIZED_METRIC } from '../../edge/pipeline/normalize/metrics.ts'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
 import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { queueDepthQuery } from '../k8s/autoscaling.ts'
@@ -53,7 +54,7 @@ const edgePanels = () => [
   timeseries('p50 / p99 per variant (edge)', 's', quantiles(DURATION_METRIC, 'variant, version', '{{variant}} v{{version}}')),
   timeseries('Served by tier', 'reqps', [[`sum by (served_by) (${rate(edgeRequests())})`, '{{served_by}}']]),
   // Per API key, all models: a client with an encoding bug shows here.
-  timeseries('Inputs the edge had to fix, per API key', 'reqps', [['sum by (key) (rate(edge_input_normalized_requests_total[$__rate_interval]))', '{{key}}']]),
+  timeseries('Inputs the edge had to fix, per API key', 'reqps', [[`sum by (key) (${rate(NORMALIZED_METRIC)})`, '{{key}}']]),
   timeseries(`Latency SLO burn rate (${LATENCY_SLO.objective * 100}% within ${LATENCY_SLO.thresholdSeconds * 1000} ms)`, 'x', (['5m', '1h', '6h'] as const).map((w) => [
     `${sloErrorRatio(w)}{${MODEL}} / ${Number((1 - LATENCY_SLO.objective).toPrecision(6))}`, `${w} {{model}}`,
   ])),

@@ -1,3 +1,4 @@
+import { NORMALIZATION_FIXES_METRIC, NORMALIZED_METRIC } from '../../edge/pipeline/normalize/metrics.ts'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
 
 /**
@@ -11,9 +12,8 @@ export const EDGE_METRICS = [
   DURATION_METRIC,
   WEIGHT_METRIC,
   DECISIONS_METRIC,
-  // Named only in edge/pipeline/normalize/metrics.ts's exposition.
-  'edge_input_normalized_requests_total',
-  'edge_input_normalization_fixes_total',
+  NORMALIZED_METRIC,
+  NORMALIZATION_FIXES_METRIC,
 ] as const
 
 /** Series no part of edge-infer exports, and who does. */

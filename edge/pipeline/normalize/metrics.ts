@@ -1,5 +1,8 @@
 import { NORMALIZATION_FIXES, NORMALIZED, type Tally, fieldParts } from '../request-metrics/store.ts'
 
+export const NORMALIZED_METRIC = 'edge_input_normalized_requests_total'
+export const NORMALIZATION_FIXES_METRIC = 'edge_input_normalization_fixes_total'
+
 /** A label value escaped for the text exposition. */
 export const labelValue = (value: string): string => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 
@@ -20,12 +23,12 @@ export const normalizationExposition = (tally: Tally): string => {
   }
   const keys = [...requests.keys()].sort()
   return [
-    '# HELP edge_input_normalized_requests_total Requests whose input the edge had to fix (double encoding, BOM, whitespace, numeric strings), by API key.',
-    '# TYPE edge_input_normalized_requests_total counter',
-    ...keys.map((k) => `edge_input_normalized_requests_total{key="${labelValue(k)}"} ${requests.get(k)}`),
-    '# HELP edge_input_normalization_fixes_total Input fixes applied, by API key.',
-    '# TYPE edge_input_normalization_fixes_total counter',
-    ...keys.map((k) => `edge_input_normalization_fixes_total{key="${labelValue(k)}"} ${fixes.get(k) ?? 0}`),
+    `# HELP ${NORMALIZED_METRIC} Requests whose input the edge had to fix (double encoding, BOM, whitespace, numeric strings), by API key.`,
+    `# TYPE ${NORMALIZED_METRIC} counter`,
+    ...keys.map((k) => `${NORMALIZED_METRIC}{key="${labelValue(k)}"} ${requests.get(k)}`),
+    `# HELP ${NORMALIZATION_FIXES_METRIC} Input fixes applied, by API key.`,
+    `# TYPE ${NORMALIZATION_FIXES_METRIC} counter`,
+    ...keys.map((k) => `${NORMALIZATION_FIXES_METRIC}{key="${labelValue(k)}"} ${fixes.get(k) ?? 0}`),
     '',
   ].join('\n')
 }
