@@ -6,6 +6,8 @@ import { concatRows, sliceRows, type TensorMap } from '../executor/tensor.ts'
 import type { RunResult } from '../executor/executor.ts'
 import type { DispatchPolicy } from '../repository/model-config.ts'
 import type { BatchSpans } from '../monitor/tracing/index.ts'
+import { Due, dueBatch, type BatchPolicy } from './policy.ts'
+import { BatchQueue, type Queued } from './queue.ts'
 
 /** What the batcher needs of an executor: how many instances are free, and a way to run a batch. */
 export interface BatchExecutor {
@@ -69,16 +71,10 @@ export interface BatchObserver {
   refused(reason: 'too_many_rows' | 'queue_full' | 'deadline_unmeetable' | 'expired' | 'draining'): void
 }
 
-interface Entry {
+interface Entry extends Queued {
   inputs: TensorMap
-  /** The non-batch dims of every input: only entries with the same shape can share a batch. */
-  shape: string
-  rows: number
   outputs: string[]
-  enqueuedAt: number
   span: Span | undefined
-  /** Set once the entry has left the queue: dispatched, expired or cancelled. */
-  settled: boolean
   expiry?: unknown
   resolve(result: BatchResult): void
   reject(err: InferenceError): void
@@ -113,17 +109,10 @@ const shapeKey = (inputs: TensorMap): string => {
  * together, fails its own callers only: nothing thrown leaves the pump.
  */
 export class Batcher {
-  /**
-   * Arrival order in `queue[head]…queue[tail - 1]`. Slots before `head` are cleared, so the queue
-   * keeps no answered request's objects alive into the old generation, and both indices go back to
-   * 0 whenever it empties, so the array is reused instead of grown.
-   */
-  private queue: Array<Entry | undefined> = []
-  private head = 0
-  private tail = 0
-  private queuedRows = 0
-  /** Rows waiting per shape (one entry for a model without variable inner dims). */
-  private queuedRowsByShape = new Map<string, number>()
+  private readonly queue = new BatchQueue<Entry>()
+  private readonly policy: BatchPolicy
+  /** The policy's answer, reused by every pump. */
+  private readonly due = new Due()
   private runningRows = 0
   private timer: unknown
   private timerAt = Infinity
@@ -145,11 +134,13 @@ export class Batcher {
     private readonly spans?: BatchSpans,
   ) {
     this.clock = options.clock ?? systemClock
+    const { batching, dispatch, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = options
+    this.policy = { batching, dispatch, maxBatchSize, maxQueueDelay: maxQueueDelayUs / 1000, preferredBatchSizes }
   }
 
   /** Rows waiting plus rows running: the autoscaling signal. */
   get depth(): number {
-    return this.queuedRows + this.runningRows
+    return this.queue.rows + this.runningRows
   }
 
   /** Rows per second all instances drain at, as last measured; 0 before any batch ran. */
@@ -200,7 +191,7 @@ export class Batcher {
   /** The version cannot run anything any more: refuses what is queued and everything after with `error`. */
   fail(error: InferenceError): void {
     this.failure = error
-    for (let entry = this.peek(); entry; entry = this.peek()) {
+    for (let entry = this.queue.peek(); entry; entry = this.queue.peek()) {
       this.cancel(entry)
       entry.reject(error)
     }
@@ -216,17 +207,18 @@ export class Batcher {
   private admit({ rows, deadline }: BatchRequest): void {
     const { maxQueueSize } = this.options
     const rate = this.drainRate
+    const queuedRows = this.queue.rows
     // More rows than the queue can ever hold: a retry cannot cure it, so it is not a 429.
     if (rows > maxQueueSize) {
       this.observer.refused('too_many_rows')
       throw new InferenceError(413, `request has ${rows} rows, more than this model version can ever queue (max_queue_size ${maxQueueSize}): send at most ${maxQueueSize} rows per request`, {}, 'too_many_rows')
     }
-    if (this.queuedRows + rows > maxQueueSize) {
+    if (queuedRows + rows > maxQueueSize) {
       this.observer.refused('queue_full')
-      const excess = this.queuedRows + rows - maxQueueSize
+      const excess = queuedRows + rows - maxQueueSize
       throw new InferenceError(
         429,
-        `queue full: ${this.queuedRows} rows waiting, limit ${maxQueueSize}, request has ${rows}`,
+        `queue full: ${queuedRows} rows waiting, limit ${maxQueueSize}, request has ${rows}`,
         { 'retry-after': String(retryAfterSeconds(excess, rate)) },
         'queue_full',
       )
@@ -256,16 +248,8 @@ export class Batcher {
     if (request.deadline !== undefined) {
       entry.expiry = this.clock.setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
-    this.queue[this.tail++] = entry
-    this.countQueued(entry.shape, entry.rows)
+    this.queue.push(entry)
     return entry
-  }
-
-  private countQueued(shape: string, rows: number): void {
-    this.queuedRows += rows
-    const left = (this.queuedRowsByShape.get(shape) ?? 0) + rows
-    if (left === 0) this.queuedRowsByShape.delete(shape)
-    else this.queuedRowsByShape.set(shape, left)
   }
 
   private submitSplit(request: BatchRequest, limit: number, now: number): Promise<BatchResult> {
@@ -303,10 +287,8 @@ export class Batcher {
   }
 
   private cancel(entry: Entry): void {
-    if (entry.settled) return
-    entry.settled = true
+    if (!this.queue.remove(entry)) return
     this.clock.clearTimeout(entry.expiry)
-    this.countQueued(entry.shape, -entry.rows)
     this.notifyIfIdle()
   }
 
@@ -315,94 +297,20 @@ export class Batcher {
     // Every round takes at least one queued request off the queue, so there can be no more rounds
     // than slots; one more means the queue's bookkeeping is broken, and throwing beats spinning
     // the event loop forever (nothing else would stop it, a test's timeout included).
-    let rounds = this.tail - this.head
-    while (this.executor.idle > 0) {
-      const oldest = this.peek()
-      if (!oldest) break
+    let rounds = this.queue.slotsInUse
+    for (;;) {
       const now = this.clock.now()
-      const batch = this.formBatch(oldest, now) ?? this.fullBatchOfAnotherShape(oldest.shape)
-      if (!batch) {
-        this.wakeAt(oldest.enqueuedAt + this.options.maxQueueDelayUs / 1000, now)
+      const due = dueBatch(this.policy, this.queue, now, this.executor.idle > 0, this.closing, this.due)
+      if (due.reason === 'wait') {
+        // Never, when nothing waits or no instance is free: the next submission or finished batch pumps again.
+        if (due.until !== Infinity) this.wakeAt(due.until, now)
         break
       }
-      if (rounds-- === 0) throw new Error(`batcher queue is inconsistent: a ${batch.reason} batch of ${batch.entries.length} requests after every queued request was sent`)
-      this.dispatch(batch.entries, batch.reason, now)
+      const entries = this.queue.take(due.shape, due.count, due.rows)
+      if (rounds-- === 0) throw new Error(`batcher queue is inconsistent: a ${due.reason} batch of ${entries.length} requests after every queued request was sent`)
+      for (const entry of entries) this.clock.clearTimeout(entry.expiry)
+      this.dispatch(entries, due.reason, now)
     }
-  }
-
-  /** The batch due for the oldest request's shape, if one is. */
-  private formBatch(oldest: Entry, now: number): { entries: Entry[]; reason: BatchReason } | undefined {
-    const { batching, dispatch, maxBatchSize, maxQueueDelayUs, preferredBatchSizes } = this.options
-    const { shape } = oldest
-    if (!batching) return { entries: this.take(shape, 1, Infinity), reason: 'single' }
-    if (this.queuedRowsByShape.get(shape)! >= maxBatchSize) return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'full' }
-    if (dispatch === 'idle') return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'idle' }
-    const preferred = this.preferredPrefix(shape, preferredBatchSizes)
-    if (preferred > 0) return { entries: this.take(shape, Infinity, preferred), reason: 'preferred' }
-    if (this.closing || now - oldest.enqueuedAt >= maxQueueDelayUs / 1000) {
-      return { entries: this.take(shape, Infinity, maxBatchSize), reason: 'delay' }
-    }
-    return undefined
-  }
-
-  /** A full batch of a younger shape need not wait for the oldest request's delay. */
-  private fullBatchOfAnotherShape(oldestShape: string): { entries: Entry[]; reason: BatchReason } | undefined {
-    if (!this.options.batching || this.queuedRowsByShape.size < 2) return undefined
-    for (const [shape, rows] of this.queuedRowsByShape) {
-      if (shape !== oldestShape && rows >= this.options.maxBatchSize) return { entries: this.take(shape, Infinity, this.options.maxBatchSize), reason: 'full' }
-    }
-    return undefined
-  }
-
-  /** The largest preferred size that queued requests of `shape`, in order, add up to exactly; 0 if none. */
-  private preferredPrefix(shape: string, sizes: readonly number[]): number {
-    if (sizes.length === 0) return 0
-    let best = 0
-    let sum = 0
-    for (let i = this.head; i < this.tail; i++) {
-      const entry = this.queue[i]!
-      if (entry.settled || entry.shape !== shape) continue
-      sum += entry.rows
-      if (sum > this.options.maxBatchSize) break
-      if (sizes.includes(sum)) best = sum
-    }
-    return best
-  }
-
-  private peek(): Entry | undefined {
-    const { queue } = this
-    while (this.head < this.tail && queue[this.head]!.settled) queue[this.head++] = undefined
-    if (this.head === this.tail) {
-      this.head = this.tail = 0
-    } else if (this.head > 1024 && this.head * 2 > this.tail) {
-      // A long-lived entry at the front (a different shape, a far deadline) with many behind it: move the live part down.
-      queue.copyWithin(0, this.head, this.tail)
-      queue.fill(undefined, this.tail - this.head, this.tail)
-      this.tail -= this.head
-      this.head = 0
-    }
-    return this.queue[this.head]
-  }
-
-  /**
-   * Takes entries of `shape` in arrival order, at most `count` of them and `rows` rows in all,
-   * stopping at the first that does not fit; entries of other shapes keep their places.
-   */
-  private take(shape: string, count: number, rows: number): Entry[] {
-    const taken: Entry[] = []
-    let total = 0
-    for (let i = this.head; i < this.tail && taken.length < count; i++) {
-      const entry = this.queue[i]!
-      if (entry.settled || entry.shape !== shape) continue
-      if (total + entry.rows > rows) break
-      entry.settled = true
-      this.clock.clearTimeout(entry.expiry)
-      total += entry.rows
-      taken.push(entry)
-    }
-    this.countQueued(shape, -total)
-    this.peek()
-    return taken
   }
 
   private dispatch(entries: Entry[], reason: BatchReason, now: number): void {

@@ -1,3 +1,5 @@
+import { Due, dueBatch, type BatchPolicy, type PolicyQueue } from '../../backend/batcher/policy.ts'
+import type { BatchReason } from '../../shared/protocol.ts'
 import type { Random } from '../../tools/training/random.ts'
 import type { BatcherSettings } from './batcher-settings.ts'
 import { BIN_COUNT, binOf, quantile } from './histogram.ts'
@@ -38,6 +40,8 @@ export interface SimulationOptions {
   bucketS?: number
   /** p95 above which a bucket counts as an SLA violation. */
   slaP95S?: number
+  /** Told of every batch as it leaves a replica's queue. */
+  onBatch?: (at: number, rows: number, reason: BatchReason) => void
 }
 
 export interface Bucket {
@@ -75,7 +79,10 @@ const READY = 0
 const STARTING = 1
 const DRAINING = 2
 
-class Replica {
+/** One pod: its one-row requests in arrival order, as the batch policy reads a queue. */
+class Replica implements PolicyQueue {
+  /** Every request has the same shape: the simulator models one model version's rows. */
+  readonly shape = ''
   state = READY
   /** Arrival times of the rows waiting, from `head` on. */
   queue = new Float64Array(1024)
@@ -91,6 +98,31 @@ class Replica {
 
   get depth(): number {
     return this.tail - this.head + this.runningRows
+  }
+
+  /** The oldest request's arrival time. */
+  get enqueuedAt(): number {
+    return this.queue[this.head]
+  }
+
+  peek(): this | undefined {
+    return this.tail > this.head ? this : undefined
+  }
+
+  rowsOf(): number {
+    return this.tail - this.head
+  }
+
+  otherShapeWith(): undefined {
+    return undefined
+  }
+
+  /** With one row a request, the prefix sums are 1, 2, … up to what is queued. */
+  largestPrefixIn(_shape: string, sizes: readonly number[], limit: number): number {
+    const most = Math.min(this.tail - this.head, limit)
+    let best = 0
+    for (const size of sizes) if (size <= most && size > best) best = size
+    return best
   }
 
   push(at: number): void {
@@ -161,12 +193,6 @@ class EventQueue {
   }
 }
 
-/** The largest preferred size a queue of `queued` one-row requests can form, 0 if none. */
-const preferredFor = (sizes: readonly number[], queued: number): number => {
-  for (let i = sizes.length - 1; i >= 0; i--) if (sizes[i] <= queued) return sizes[i]
-  return 0
-}
-
 /**
  * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
  * a ready pod, each pod runs the backend's dynamic batcher (idle dispatch, or Triton's full/preferred/delay;
@@ -177,7 +203,10 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
   const { arrivals, durationS, batcher, serviceTime, routing, scaling, random } = options
   const bucketS = options.bucketS ?? 60
   const slaP95S = options.slaP95S ?? Infinity
-  const { dispatch: policy, maxBatchSize, maxQueueDelayS, preferredBatchSizes, maxQueueSize, instances } = batcher
+  const { dispatch, maxBatchSize, maxQueueDelayS, preferredBatchSizes, maxQueueSize, instances } = batcher
+  const policy: BatchPolicy = { batching: true, dispatch, maxBatchSize, maxQueueDelay: maxQueueDelayS, preferredBatchSizes }
+  const due = new Due()
+  const onBatch = options.onBatch
   const bucketCount = Math.ceil(durationS / bucketS)
   const bucketLatencies = new Int32Array(bucketCount * BIN_COUNT)
   const latencies = new Float64Array(BIN_COUNT)
@@ -212,7 +241,8 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     lastHeldChange = now
   }
 
-  const dispatch = (replica: Replica, rows: number, now: number) => {
+  const send = (replica: Replica, rows: number, reason: BatchReason, now: number) => {
+    onBatch?.(now, rows, reason)
     const done = now + serviceTime(rows)
     const bucket = Math.min(bucketCount - 1, Math.floor(done / bucketS))
     const offset = bucket * BIN_COUNT
@@ -235,30 +265,19 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     events.push({ at: done, kind: COMPLETE, replica, rows })
   }
 
-  /**
-   * The backend's pump: while an instance is free, idle dispatch sends what is queued at once;
-   * delay dispatch sends every batch that is due, else sets a timer for the oldest request.
-   */
+  /** The backend's pump, with the backend's policy: while an instance is free, every batch that is due leaves; else a timer for the oldest request. */
   const pump = (replica: Replica, now: number) => {
-    while (replica.busy < instances && replica.tail > replica.head) {
-      const queued = replica.tail - replica.head
-      if (policy === 'idle') {
-        dispatch(replica, Math.min(queued, maxBatchSize), now)
+    for (;;) {
+      dueBatch(policy, replica, now, replica.busy < instances, false, due)
+      if (due.reason !== 'wait') {
+        send(replica, Math.min(due.count, due.rows, replica.queued), due.reason, now)
         continue
       }
-      let rows = queued >= maxBatchSize ? maxBatchSize : preferredFor(preferredBatchSizes, queued)
-      if (rows === 0) {
-        const due = replica.queue[replica.head] + maxQueueDelayS
-        if (now >= due) rows = queued
-        else {
-          if (replica.timerAt !== due) {
-            replica.timerAt = due
-            events.push({ at: due, kind: TIMER, replica, rows: 0 })
-          }
-          return
-        }
+      if (due.until !== Infinity && replica.timerAt !== due.until) {
+        replica.timerAt = due.until
+        events.push({ at: due.until, kind: TIMER, replica, rows: 0 })
       }
-      dispatch(replica, rows, now)
+      return
     }
   }
 

@@ -110,6 +110,13 @@ export class ManualClock implements BatcherClock {
     this.timers.delete(handle as number)
   }
 
+  /** When the earliest armed timer fires; Infinity when none is armed. */
+  get nextAt(): number {
+    let at = Infinity
+    for (const timer of this.timers.values()) at = Math.min(at, timer.at)
+    return at
+  }
+
   /** Timers armed and not yet fired or cleared. */
   get pending(): number {
     return this.timers.size
