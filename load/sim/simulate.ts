@@ -1,9 +1,11 @@
-import { Due, dueBatch, type BatchPolicy, type PolicyQueue } from '../../backend/batcher/policy.ts'
+import { Due, dueBatch, type BatchPolicy } from '../../backend/batcher/policy.ts'
 import type { BatchReason } from '../../shared/protocol.ts'
 import type { Random } from '../../tools/training/random.ts'
 import type { BatcherSettings } from './batcher-settings.ts'
+import { COMPLETE, EventQueue, READY_UP, SCRAPE, SYNC, TICK, TIMER, type SimEvent } from './events.ts'
 import { BIN_COUNT, binOf, quantile } from './histogram.ts'
 import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromPods, recommendFromTotal } from './hpa.ts'
+import { DRAINING, READY, Replica, STARTING } from './replica.ts'
 import type { AutoscalerConfig } from './scaler-config.ts'
 import type { ArrivalStream } from './trace.ts'
 
@@ -73,124 +75,6 @@ export interface SimulationResult {
   replicaSeconds: number
   maxReplicas: number
   meanBatchRows: number
-}
-
-const READY = 0
-const STARTING = 1
-const DRAINING = 2
-
-/** One pod: its one-row requests in arrival order, as the batch policy reads a queue. */
-class Replica implements PolicyQueue {
-  /** Every request has the same shape: the simulator models one model version's rows. */
-  readonly shape = ''
-  state = READY
-  /** Arrival times of the rows waiting, from `head` on. */
-  queue = new Float64Array(1024)
-  head = 0
-  tail = 0
-  busy = 0
-  runningRows = 0
-  timerAt = Infinity
-
-  get queued(): number {
-    return this.tail - this.head
-  }
-
-  get depth(): number {
-    return this.tail - this.head + this.runningRows
-  }
-
-  /** The oldest request's arrival time. */
-  get enqueuedAt(): number {
-    return this.queue[this.head]
-  }
-
-  peek(): this | undefined {
-    return this.tail > this.head ? this : undefined
-  }
-
-  rowsOf(): number {
-    return this.tail - this.head
-  }
-
-  otherShapeWith(): undefined {
-    return undefined
-  }
-
-  /** With one row a request, the prefix sums are 1, 2, … up to what is queued. */
-  largestPrefixIn(_shape: string, sizes: readonly number[], limit: number): number {
-    const most = Math.min(this.tail - this.head, limit)
-    let best = 0
-    for (const size of sizes) if (size <= most && size > best) best = size
-    return best
-  }
-
-  push(at: number): void {
-    if (this.tail === this.queue.length) {
-      const live = this.queue.subarray(this.head, this.tail)
-      const grown = new Float64Array(Math.max(1024, live.length * 2))
-      grown.set(live)
-      this.queue = grown
-      this.tail -= this.head
-      this.head = 0
-    }
-    this.queue[this.tail++] = at
-  }
-}
-
-const COMPLETE = 0
-const TIMER = 1
-const READY_UP = 2
-const SCRAPE = 3
-const SYNC = 4
-const TICK = 5
-
-interface SimEvent {
-  at: number
-  kind: number
-  replica: Replica | undefined
-  rows: number
-}
-
-/** A binary min-heap of events by time. */
-class EventQueue {
-  private items: SimEvent[] = []
-
-  peekAt(): number {
-    return this.items.length > 0 ? this.items[0].at : Infinity
-  }
-
-  push(event: SimEvent): void {
-    const items = this.items
-    let i = items.push(event) - 1
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (items[parent].at <= event.at) break
-      items[i] = items[parent]
-      i = parent
-    }
-    items[i] = event
-  }
-
-  pop(): SimEvent {
-    const items = this.items
-    const top = items[0]
-    const last = items.pop()!
-    if (items.length > 0) {
-      let i = 0
-      for (;;) {
-        const left = 2 * i + 1
-        if (left >= items.length) break
-        const right = left + 1
-        const child = right < items.length && items[right].at < items[left].at ? right : left
-        if (items[child].at >= last.at) break
-        items[i] = items[child]
-        i = child
-      }
-      items[i] = last
-    }
-    return top
-  }
 }
 
 /**
