@@ -1,9 +1,9 @@
 import { Due, dueBatch, type BatchPolicy } from '../../backend/batcher/policy.ts'
 import type { BatchReason } from '../../shared/protocol.ts'
 import type { Random } from '../../tools/training/random.ts'
+import { Accounting, type SimulationResult } from './accounting.ts'
 import type { BatcherSettings } from './batcher-settings.ts'
 import { COMPLETE, EventQueue, READY_UP, SCRAPE, SYNC, TICK, TIMER, type SimEvent } from './events.ts'
-import { BIN_COUNT, binOf, quantile } from './histogram.ts'
 import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromPods, recommendFromTotal } from './hpa.ts'
 import { DRAINING, READY, Replica, STARTING } from './replica.ts'
 import type { AutoscalerConfig } from './scaler-config.ts'
@@ -46,36 +46,7 @@ export interface SimulationOptions {
   onBatch?: (at: number, rows: number, reason: BatchReason) => void
 }
 
-export interface Bucket {
-  startS: number
-  arrivals: number
-  rejected: number
-  /** Pods serving traffic, and pods the Deployment holds (ready + starting), at the bucket's end. */
-  readyReplicas: number
-  replicas: number
-  /** Rows waiting and running over all pods, mean and max of one sample a second. */
-  meanDepth: number
-  maxDepth: number
-  p95S: number
-  slaViolated: boolean
-}
-
-export interface SimulationResult {
-  buckets: Bucket[]
-  arrivals: number
-  served: number
-  rejected: number
-  /** Mean time from arrival to the start of its batch. */
-  meanWaitS: number
-  meanLatencyS: number
-  p50S: number
-  p95S: number
-  p99S: number
-  /** Integral of pods held (ready or starting) over time: what the GPU nodes cost. */
-  replicaSeconds: number
-  maxReplicas: number
-  meanBatchRows: number
-}
+export type { Bucket, SimulationResult } from './accounting.ts'
 
 /**
  * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
@@ -91,27 +62,12 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
   const policy: BatchPolicy = { batching: true, dispatch, maxBatchSize, maxQueueDelay: maxQueueDelayS, preferredBatchSizes }
   const due = new Due()
   const onBatch = options.onBatch
-  const bucketCount = Math.ceil(durationS / bucketS)
-  const bucketLatencies = new Int32Array(bucketCount * BIN_COUNT)
-  const latencies = new Float64Array(BIN_COUNT)
-  const bucketArrivals = new Float64Array(bucketCount)
-  const bucketRejected = new Float64Array(bucketCount)
-  const depthSum = new Float64Array(bucketCount)
-  const depthMax = new Float64Array(bucketCount)
-  const depthSamples = new Float64Array(bucketCount)
-  const readyAtEnd = new Int32Array(bucketCount)
-  const heldAtEnd = new Int32Array(bucketCount)
+  const accounting = new Accounting(durationS, bucketS, slaP95S)
 
   const events = new EventQueue()
   const pods: Replica[] = []
   let ready: Replica[] = []
   let roundRobin = 0
-  let served = 0
-  let rejected = 0
-  let total = 0
-  let waitSum = 0
-  let latencySum = 0
-  let batches = 0
   let replicaSeconds = 0
   let lastHeldChange = 0
   let maxHeld = 0
@@ -128,24 +84,11 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
   const send = (replica: Replica, rows: number, reason: BatchReason, now: number) => {
     onBatch?.(now, rows, reason)
     const done = now + serviceTime(rows)
-    const bucket = Math.min(bucketCount - 1, Math.floor(done / bucketS))
-    const offset = bucket * BIN_COUNT
-    const q = replica.queue
-    for (let i = replica.head, end = replica.head + rows; i < end; i++) {
-      const arrived = q[i]
-      waitSum += now - arrived
-      const latency = done - arrived
-      latencySum += latency
-      const bin = binOf(latency)
-      latencies[bin]++
-      bucketLatencies[offset + bin]++
-    }
+    accounting.batch(replica.queue, replica.head, rows, now, done)
     replica.head += rows
     if (replica.head === replica.tail) replica.head = replica.tail = 0
     replica.busy++
     replica.runningRows += rows
-    served += rows
-    batches++
     events.push({ at: done, kind: COMPLETE, replica, rows })
   }
 
@@ -262,17 +205,10 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
         sync(now)
         if (scaling.kind === 'autoscaler') events.push({ at: now + (scaling.syncPeriodS ?? HPA_SYNC_PERIOD_S), kind: SYNC, replica: undefined, rows: 0 })
         break
-      case TICK: {
-        const bucket = Math.min(bucketCount - 1, Math.floor((now - 1) / bucketS))
-        const depth = pods.reduce((s, p) => s + p.depth, 0)
-        depthSum[bucket] += depth
-        depthSamples[bucket]++
-        depthMax[bucket] = Math.max(depthMax[bucket], depth)
-        readyAtEnd[bucket] = ready.length
-        heldAtEnd[bucket] = held()
+      case TICK:
+        accounting.sample(now, pods.reduce((s, p) => s + p.depth, 0), ready.length, held())
         events.push({ at: now + 1, kind: TICK, replica: undefined, rows: 0 })
         break
-      }
     }
   }
 
@@ -285,47 +221,15 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
       continue
     }
     arrivals.take()
-    total++
-    const bucket = Math.floor(nextArrival / bucketS)
-    bucketArrivals[bucket]++
+    accounting.arrived(nextArrival)
     const replica = route()
     if (!replica || replica.queued + 1 > maxQueueSize) {
-      rejected++
-      bucketRejected[bucket]++
+      accounting.refused(nextArrival)
       continue
     }
     replica.push(nextArrival)
     pump(replica, nextArrival)
   }
   accountHeld(durationS)
-
-  const buckets: Bucket[] = []
-  for (let b = 0; b < bucketCount; b++) {
-    const p95S = quantile(bucketLatencies, 95, b * BIN_COUNT)
-    buckets.push({
-      startS: b * bucketS,
-      arrivals: bucketArrivals[b],
-      rejected: bucketRejected[b],
-      readyReplicas: readyAtEnd[b],
-      replicas: heldAtEnd[b],
-      meanDepth: depthSamples[b] > 0 ? depthSum[b] / depthSamples[b] : 0,
-      maxDepth: depthMax[b],
-      p95S,
-      slaViolated: p95S > slaP95S || bucketRejected[b] > 0,
-    })
-  }
-  return {
-    buckets,
-    arrivals: total,
-    served,
-    rejected,
-    meanWaitS: served > 0 ? waitSum / served : Number.NaN,
-    meanLatencyS: served > 0 ? latencySum / served : Number.NaN,
-    p50S: quantile(latencies, 50),
-    p95S: quantile(latencies, 95),
-    p99S: quantile(latencies, 99),
-    replicaSeconds,
-    maxReplicas: maxHeld,
-    meanBatchRows: batches > 0 ? served / batches : Number.NaN,
-  }
+  return accounting.result(replicaSeconds, maxHeld)
 }
