@@ -3,19 +3,12 @@ import type { BatchReason } from '../../shared/protocol.ts'
 import type { Random } from '../../tools/training/random.ts'
 import { Accounting, type SimulationResult } from './accounting.ts'
 import type { BatcherSettings } from './batcher-settings.ts'
+import { Cluster, type Routing } from './cluster.ts'
 import { COMPLETE, EventQueue, READY_UP, SCRAPE, SYNC, TICK, TIMER, type SimEvent } from './events.ts'
 import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromPods, recommendFromTotal } from './hpa.ts'
-import { DRAINING, READY, Replica, STARTING } from './replica.ts'
+import type { Replica } from './replica.ts'
 import type { AutoscalerConfig } from './scaler-config.ts'
 import type { ArrivalStream } from './trace.ts'
-
-/**
- * How the Service spreads requests over ready pods. kube-proxy in iptables mode (its default)
- * picks an endpoint at random per connection, in IPVS mode round-robin; with many keep-alive
- * connections from the edge both approach per-request choice. `least-loaded` is what an L7 proxy
- * with least-request balancing does (Envoy, a service mesh), for comparison.
- */
-export type Routing = 'random' | 'round-robin' | 'least-loaded'
 
 export type Scaling =
   | { kind: 'fixed'; replicas: number }
@@ -47,6 +40,7 @@ export interface SimulationOptions {
 }
 
 export type { Bucket, SimulationResult } from './accounting.ts'
+export type { Routing } from './cluster.ts'
 
 /**
  * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
@@ -65,21 +59,6 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
   const accounting = new Accounting(durationS, bucketS, slaP95S)
 
   const events = new EventQueue()
-  const pods: Replica[] = []
-  let ready: Replica[] = []
-  let roundRobin = 0
-  let replicaSeconds = 0
-  let lastHeldChange = 0
-  let maxHeld = 0
-
-  const held = () => pods.reduce((n, p) => (p.state === DRAINING ? n : n + 1), 0)
-  const refreshReady = () => {
-    ready = pods.filter((p) => p.state === READY)
-  }
-  const accountHeld = (now: number) => {
-    replicaSeconds += held() * (now - lastHeldChange)
-    lastHeldChange = now
-  }
 
   const send = (replica: Replica, rows: number, reason: BatchReason, now: number) => {
     onBatch?.(now, rows, reason)
@@ -108,49 +87,10 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     }
   }
 
-  const route = (): Replica | undefined => {
-    const n = ready.length
-    if (n === 0) return undefined
-    if (routing === 'random') return ready[Math.floor(random.next() * n)]
-    if (routing === 'round-robin') return ready[roundRobin++ % n]
-    let best = ready[0]
-    for (let i = 1; i < n; i++) if (ready[i].depth < best.depth) best = ready[i]
-    return best
-  }
+  const cluster = new Cluster(scaling.kind === 'fixed' ? scaling.replicas : scaling.config.minReplicas, routing, random, events)
 
-  const addPod = (now: number, startDelayS: number) => {
-    const pod = new Replica()
-    pods.push(pod)
-    if (startDelayS > 0) {
-      pod.state = STARTING
-      events.push({ at: now + startDelayS, kind: READY_UP, replica: pod, rows: 0 })
-    }
-  }
-
-  /** ReplicaSet scale-down: pods not yet ready go first, then the youngest; a deleted pod leaves the endpoints and drains. */
-  const removePod = () => {
-    const starting = pods.findLastIndex((p) => p.state === STARTING)
-    const index = starting >= 0 ? starting : pods.findLastIndex((p) => p.state === READY)
-    const pod = pods[index]
-    if (pod.state === STARTING || pod.depth === 0) pods.splice(index, 1)
-    else pod.state = DRAINING
-  }
-
-  const scaleTo = (desired: number, now: number, startDelayS: number) => {
-    accountHeld(now)
-    for (let n = held(); n < desired; n++) addPod(now, startDelayS)
-    for (let n = held(); n > desired; n--) removePod()
-    maxHeld = Math.max(maxHeld, held())
-    refreshReady()
-  }
-
-  const initial = scaling.kind === 'fixed' ? scaling.replicas : scaling.config.minReplicas
-  for (let i = 0; i < initial; i++) addPod(0, 0)
-  maxHeld = initial
-  refreshReady()
-
-  let scraped: number[] = []
-  let scrapedMissing = 0
+  /** What Prometheus last scraped; the autoscaler reads it at every sync. */
+  let scraped: ReturnType<Cluster['scrape']> = { depths: [], missing: 0 }
   let hpa: HorizontalPodAutoscaler | undefined
   if (scaling.kind === 'autoscaler') {
     hpa = new HorizontalPodAutoscaler(scaling.config)
@@ -164,13 +104,13 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     if (scaling.kind !== 'autoscaler' || !hpa) return
     const { config } = scaling
     const tolerance = scaling.tolerance ?? DEFAULT_TOLERANCE
-    const current = held()
-    const totalDepth = scraped.reduce((s, v) => s + v, 0)
+    const current = cluster.held()
+    const totalDepth = scraped.depths.reduce((s, v) => s + v, 0)
     const recommendation = config.source === 'keda'
       ? recommendFromTotal(current, totalDepth, config.target, tolerance)
-      : recommendFromPods(current, scraped, scrapedMissing, config.target, tolerance)
+      : recommendFromPods(current, scraped.depths, scraped.missing, config.target, tolerance)
     const desired = hpa.reconcile(now, current, recommendation)
-    if (desired !== current) scaleTo(desired, now, scaling.startDelayS)
+    if (desired !== current) cluster.scaleTo(desired, now, scaling.startDelayS)
   }
 
   const handle = (event: SimEvent) => {
@@ -181,23 +121,18 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
         replica!.busy--
         replica!.runningRows -= event.rows
         pump(replica!, now)
-        if (replica!.state === DRAINING && replica!.depth === 0) pods.splice(pods.indexOf(replica!), 1)
+        cluster.finished(replica!)
         break
       case TIMER:
         if (replica!.timerAt === now) replica!.timerAt = Infinity
         pump(replica!, now)
         break
       case READY_UP:
-        if (pods.includes(replica!)) {
-          replica!.state = READY
-          refreshReady()
-        }
+        cluster.readyUp(replica!)
         break
       case SCRAPE:
         if (scaling.kind === 'autoscaler') {
-          // Pods still starting have no series yet: the HPA counts them as missing.
-          scraped = pods.filter((p) => p.state !== STARTING).map((p) => p.depth)
-          scrapedMissing = pods.length - scraped.length
+          scraped = cluster.scrape()
           events.push({ at: now + scaling.scrapeIntervalS, kind: SCRAPE, replica: undefined, rows: 0 })
         }
         break
@@ -206,7 +141,7 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
         if (scaling.kind === 'autoscaler') events.push({ at: now + (scaling.syncPeriodS ?? HPA_SYNC_PERIOD_S), kind: SYNC, replica: undefined, rows: 0 })
         break
       case TICK:
-        accounting.sample(now, pods.reduce((s, p) => s + p.depth, 0), ready.length, held())
+        accounting.sample(now, cluster.depth(), cluster.readyCount, cluster.held())
         events.push({ at: now + 1, kind: TICK, replica: undefined, rows: 0 })
         break
     }
@@ -222,7 +157,7 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     }
     arrivals.take()
     accounting.arrived(nextArrival)
-    const replica = route()
+    const replica = cluster.route()
     if (!replica || replica.queued + 1 > maxQueueSize) {
       accounting.refused(nextArrival)
       continue
@@ -230,6 +165,5 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     replica.push(nextArrival)
     pump(replica, nextArrival)
   }
-  accountHeld(durationS)
-  return accounting.result(replicaSeconds, maxHeld)
+  return accounting.result(cluster.replicaSeconds(durationS), cluster.maxHeld)
 }
