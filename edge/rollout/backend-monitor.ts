@@ -1,6 +1,6 @@
 import { controllerDriftReport } from '../../shared/drift/report.ts'
 import { HEADERS } from '../../shared/headers.ts'
-import { backendError, tierRefusal } from '../pipeline/forward/http-transport.ts'
+import { backendError, tierRefusal } from '../backend-client/http.ts'
 import { Problem } from '../problem.ts'
 import type { ArmWindow, MonitorSource } from './monitor-source.ts'
 

@@ -1,5 +1,5 @@
 import { Hono } from 'hono'
-import type { ModelDescription } from '../pipeline/model/catalog.ts'
+import type { ModelDescription } from '../backend-client/catalog.ts'
 import { HISTORY_CAP, type HistoryEntry } from './history-store.ts'
 import type { AppEnv } from '../env.ts'
 import { Problem, type FieldError } from '../problem.ts'

@@ -1,4 +1,4 @@
-import type { ModelDescription } from '../pipeline/model/catalog.ts'
+import type { ModelDescription } from '../backend-client/catalog.ts'
 import type { HistoryEntry, HistoryStore } from './history-store.ts'
 import type { Rollout } from './rollout.ts'
 

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono'
 import type { AppEnv } from '../env.ts'
 import { requestDeadline } from '../pipeline/forward/deadline.ts'
-import { FallbackTransport } from '../pipeline/forward/fallback-transport.ts'
+import { FallbackTransport } from '../backend-client/fallback.ts'
 
 /** The model routes, which the app guards as it guards infer. */
 export const MODEL_READ_PATHS = ['/v2/models/:model', '/v2/models/:model/versions/:version', '/v2/models/:model/ready', '/v2/models/:model/versions/:version/ready'] as const

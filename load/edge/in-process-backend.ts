@@ -1,4 +1,4 @@
-import type { BackendModelMetadata, InferCall, Transport } from '../../edge/pipeline/forward/transport.ts'
+import type { BackendModelMetadata, InferCall, Transport } from '../../edge/backend-client/transport.ts'
 import type { InferResponse } from '../../shared/protocol.ts'
 
 /**

@@ -1,6 +1,6 @@
 import { createApp } from '../../edge/app.ts'
 import { MemoryKeyStore } from '../../edge/pipeline/auth/key-store.ts'
-import { ModelCatalog } from '../../edge/pipeline/model/catalog.ts'
+import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/pipeline/rate-limit/sliding-window.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
 import { percentile } from '../percentile.ts'

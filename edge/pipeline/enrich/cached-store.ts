@@ -1,4 +1,4 @@
-import { CircuitBreaker } from '../forward/circuit-breaker.ts'
+import { CircuitBreaker } from '../../backend-client/circuit-breaker.ts'
 import { featureKey, type FeatureStore, type StoredFeatures } from './feature-store.ts'
 
 /**

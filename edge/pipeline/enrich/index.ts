@@ -1,7 +1,7 @@
 import type { Feature, FeatureSpec, FeatureValue } from '../../../shared/feature-spec.ts'
 import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
-import type { PredictableModel } from '../model/catalog.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Stage } from '../stage.ts'
 import type { ValidateVariables } from '../validate/index.ts'
 import type { FeatureRead, FeatureReader } from './cached-store.ts'

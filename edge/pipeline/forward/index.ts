@@ -2,7 +2,7 @@ import { type FeatureSpec, encodeInstance, specWidth } from '../../../shared/fea
 import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
 import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
-import type { PredictableModel } from '../model/catalog.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
 import { type Prediction, predictionsOf } from '../respond/predictions.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { RouteVariables } from '../route/index.ts'

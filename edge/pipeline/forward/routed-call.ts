@@ -4,7 +4,7 @@ import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
 import type { GroundTruthStore } from '../../quality/store.ts'
 import { type Attempt, type CanaryFallbackOptions, type FallbackNeeds, withCanaryFallback } from './canary-fallback.ts'
-import { NotServed, Unanswered } from './http-transport.ts'
+import { NotServed, Unanswered } from '../../backend-client/http.ts'
 
 /**
  * A call the backend never answered, counted against its version for the rollout controller

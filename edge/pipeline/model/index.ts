@@ -2,7 +2,7 @@ import type { Isolate } from '../../isolate.ts'
 import { requestDeadline } from '../forward/deadline.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Stage } from '../stage.ts'
-import { type ModelDescription, type PredictableModel, predictable } from './catalog.ts'
+import { type ModelDescription, type PredictableModel, predictable } from '../../backend-client/catalog.ts'
 
 export interface ModelVariables {
   /** The model named in the path, as the backend describes it. */

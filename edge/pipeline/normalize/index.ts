@@ -2,7 +2,7 @@ import type { Isolate } from '../../isolate.ts'
 import type { AuthVariables } from '../auth/index.ts'
 import { jsonBody } from '../body/json-body.ts'
 import type { BodyVariables } from '../body/index.ts'
-import type { PredictableModel } from '../model/catalog.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Stage } from '../stage.ts'
 import { normalizeBody } from './normalize.ts'
 

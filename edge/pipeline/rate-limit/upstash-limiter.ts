@@ -1,6 +1,6 @@
 import type { Redis } from '@upstash/redis'
 import { within } from '../../../shared/upstash-client.ts'
-import { CircuitBreaker } from '../forward/circuit-breaker.ts'
+import { CircuitBreaker } from '../../backend-client/circuit-breaker.ts'
 import { randomHex } from '../../random-ids.ts'
 import { SlidingWindowLimiter, validateLimit, type RateLimiter, type RateLimitResult } from './sliding-window.ts'
 

@@ -1,4 +1,4 @@
-import { SERVED_BY_HEADER } from '../forward/fallback-transport.ts'
+import { SERVED_BY_HEADER } from '../../backend-client/fallback.ts'
 import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
 import type { ModelVariables } from '../model/index.ts'

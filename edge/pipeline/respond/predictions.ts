@@ -1,6 +1,6 @@
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { Problem } from '../../problem.ts'
-import type { PredictableModel } from '../model/catalog.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
 
 export interface Prediction {
   label: string

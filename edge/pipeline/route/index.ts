@@ -1,6 +1,6 @@
 import { HEADERS } from '../../../shared/headers.ts'
 import type { Isolate } from '../../isolate.ts'
-import type { ModelDescription } from '../model/catalog.ts'
+import type { ModelDescription } from '../../backend-client/catalog.ts'
 import type { ModelVariables } from '../model/index.ts'
 import { Problem } from '../../problem.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'

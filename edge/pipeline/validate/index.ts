@@ -1,7 +1,7 @@
 import type { FeatureValue } from '../../../shared/feature-spec.ts'
 import type { EdgeSettings, Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
-import type { PredictableModel } from '../model/catalog.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { NormalizeVariables } from '../normalize/index.ts'
 import type { Stage } from '../stage.ts'
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/pipeline/auth/key-store.ts'
-import { ModelCatalog } from '../../../edge/pipeline/model/catalog.ts'
+import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import type { HistoryEntry } from '../../../edge/rollout/history-store.ts'
 import type { Bindings } from '../../../edge/env.ts'
 import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'

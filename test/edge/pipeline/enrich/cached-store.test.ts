@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-store.ts'
-import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
+import { CircuitBreaker } from '../../../../edge/backend-client/circuit-breaker.ts'
 import { flush, manualClock, manualTimers, scriptedStore } from './support.ts'
 
 const setup = (options: ConstructorParameters<typeof CachedFeatureStore>[1] = {}) => {

@@ -5,7 +5,7 @@ import { startUpstashAdapter, type UpstashAdapter } from '../../../../infra/loca
 import type { AppEnv } from '../../../../edge/env.ts'
 import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-store.ts'
 import { UpstashFeatureStore } from '../../../../edge/pipeline/enrich/upstash-store.ts'
-import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
+import { CircuitBreaker } from '../../../../edge/backend-client/circuit-breaker.ts'
 import { enrich, FEATURES_DEGRADED_HEADER } from '../../../../edge/pipeline/enrich/index.ts'
 import { normalize } from '../../../../edge/pipeline/normalize/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'

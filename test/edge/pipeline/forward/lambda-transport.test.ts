@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BackendRefusal } from '../../../../edge/pipeline/forward/http-transport.ts'
-import { LambdaTransport } from '../../../../edge/pipeline/forward/lambda-transport.ts'
+import { BackendRefusal } from '../../../../edge/backend-client/http.ts'
+import { LambdaTransport } from '../../../../edge/backend-client/lambda.ts'
 import { Problem } from '../../../../edge/problem.ts'
 import { lambdaInferEvent } from '../../../../shared/lambda.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../infra/local/lambda-endpoint/server.ts'

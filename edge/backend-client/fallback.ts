@@ -1,6 +1,6 @@
-import type { InferResponse } from '../../../shared/protocol.ts'
-import { Problem } from '../../problem.ts'
-import { BackendRefusal, Unanswered, deadlinePassed } from './http-transport.ts'
+import type { InferResponse } from '../../shared/protocol.ts'
+import { Problem } from '../problem.ts'
+import { BackendRefusal, Unanswered, deadlinePassed } from './http.ts'
 import type { BackendModelMetadata, InferCall, Transport } from './transport.ts'
 
 /** Which tier answered an infer call, as `parameters.served_by` of the response says. */

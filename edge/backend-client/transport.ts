@@ -1,6 +1,6 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import type { InferRequest, InferResponse, ModelMetadata } from '../../../shared/protocol.ts'
-import type { CallSpan } from '../trace/spans.ts'
+import type { InferRequest, InferResponse, ModelMetadata } from '../../shared/protocol.ts'
+import type { CallSpan } from '../pipeline/trace/spans.ts'
 
 /** One infer call from the edge to an inference tier. */
 export interface InferCall {

@@ -1,8 +1,8 @@
-import { HEADERS } from '../../../shared/headers.ts'
-import type { InferResponse } from '../../../shared/protocol.ts'
-import { Problem } from '../../problem.ts'
+import { HEADERS } from '../../shared/headers.ts'
+import type { InferResponse } from '../../shared/protocol.ts'
+import { Problem } from '../problem.ts'
 import { CircuitBreaker, type CircuitBreakers, circuitBreakers } from './circuit-breaker.ts'
-import { isRecord } from '../../format.ts'
+import { isRecord } from '../format.ts'
 import { type BackendAnswer, type BackendModelMetadata, type InferCall, type ProtocolReader, type TierHealth, type Transport, settle } from './transport.ts'
 
 export interface HttpTransportOptions {

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { modelConfig } from '../../../../backend/repository/model-config.ts'
-import { ModelCatalog, predictable } from '../../../../edge/pipeline/model/catalog.ts'
-import type { BackendModelMetadata, Transport } from '../../../../edge/pipeline/forward/transport.ts'
-import { Problem } from '../../../../edge/problem.ts'
+import { modelConfig } from '../../../backend/repository/model-config.ts'
+import { ModelCatalog, predictable } from '../../../edge/backend-client/catalog.ts'
+import type { BackendModelMetadata, Transport } from '../../../edge/backend-client/transport.ts'
+import { Problem } from '../../../edge/problem.ts'
 
 const describing = (metadata: Partial<BackendModelMetadata>): Transport => ({
   name: 'fake',
@@ -45,7 +45,7 @@ describe('ModelCatalog for a model without a feature spec', () => {
 
 describe('ModelCatalog reading what the backend serves', () => {
   it('takes the postprocess and feature spec of a real config.json as the backend parsed them', async () => {
-    const config = modelConfig.parse(JSON.parse(await readFile(new URL('../../../../models/credit-risk/config.json', import.meta.url), 'utf8')))
+    const config = modelConfig.parse(JSON.parse(await readFile(new URL('../../../models/credit-risk/config.json', import.meta.url), 'utf8')))
     const served = { features: config.features, postprocess: config.postprocess }
     const model = await new ModelCatalog({ transport: describing(served) }).describe('m', 'r-4')
     expect(model.postprocess).toEqual(config.postprocess)

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LambdaTransport } from '../../../../edge/pipeline/forward/lambda-transport.ts'
-import { creditRequest } from '../../../backend/support/applicants.ts'
+import { LambdaTransport } from '../../../edge/backend-client/lambda.ts'
+import { creditRequest } from '../../backend/support/applicants.ts'
 
 /** The Lambda Invoke API as far as this test needs it: records each call's ClientContext header and answers an infer response. */
 let invoke: Server

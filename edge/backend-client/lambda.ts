@@ -1,8 +1,8 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
-import { lambdaErrorResult, type LambdaInferEvent } from '../../../shared/lambda.ts'
-import type { InferResponse } from '../../../shared/protocol.ts'
-import { Problem } from '../../problem.ts'
-import { BackendRefusal, deadlinePassed, tierRefusal } from './http-transport.ts'
+import { lambdaErrorResult, type LambdaInferEvent } from '../../shared/lambda.ts'
+import type { InferResponse } from '../../shared/protocol.ts'
+import { Problem } from '../problem.ts'
+import { BackendRefusal, deadlinePassed, tierRefusal } from './http.ts'
 import { type BackendModelMetadata, type InferCall, type Transport, settle } from './transport.ts'
 
 export interface LambdaTransportOptions {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
-import { Problem } from '../../../../edge/problem.ts'
+import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import { Problem } from '../../../edge/problem.ts'
 
 const answering = (status: number, body: unknown, headers: Record<string, string> = {}): typeof fetch => async () =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
-import { HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
-import { manualClock } from '../enrich/support.ts'
-import { random } from '../validate/fixtures.ts'
+import { CircuitBreaker } from '../../../edge/backend-client/circuit-breaker.ts'
+import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import { manualClock } from '../pipeline/enrich/support.ts'
+import { random } from '../pipeline/validate/fixtures.ts'
 
 /** Everything one attempt to reach the backend can end in. */
 const OUTCOMES = ['ok', 'ok', 'not-ready-503', 'error-500', 'busy-429', 'unknown-404', 'late-504', 'refused', 'timeout', 'abort', 'throws'] as const

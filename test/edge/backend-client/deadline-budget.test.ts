@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { InferResponse } from '../../../../shared/protocol.ts'
-import { FallbackTransport } from '../../../../edge/pipeline/forward/fallback-transport.ts'
-import { HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
-import type { BackendModelMetadata, InferCall, Transport } from '../../../../edge/pipeline/forward/transport.ts'
-import { manualClock } from '../enrich/support.ts'
+import type { InferResponse } from '../../../shared/protocol.ts'
+import { FallbackTransport } from '../../../edge/backend-client/fallback.ts'
+import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import type { BackendModelMetadata, InferCall, Transport } from '../../../edge/backend-client/transport.ts'
+import { manualClock } from '../pipeline/enrich/support.ts'
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 

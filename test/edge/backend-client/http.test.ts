@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { circuitBreakers } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
-import { HttpTransport } from '../../../../edge/pipeline/forward/http-transport.ts'
-import { Problem } from '../../../../edge/problem.ts'
-import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { createFixtureRepository, type FixtureRepository } from '../../../backend/support/fixture-repository.ts'
-import { creditRequest } from '../../../backend/support/applicants.ts'
-import { freePort } from '../../../support/ports.ts'
+import { circuitBreakers } from '../../../edge/backend-client/circuit-breaker.ts'
+import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import { Problem } from '../../../edge/problem.ts'
+import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
+import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
+import { creditRequest } from '../../backend/support/applicants.ts'
+import { freePort } from '../../support/ports.ts'
 
 let repo: FixtureRepository
 let backend: BackendProcess

@@ -1,8 +1,8 @@
-import { featureSpec, type FeatureSpec } from '../../../shared/feature-spec.ts'
-import { postprocess, type Postprocess } from '../../../shared/postprocess.ts'
-import { Problem } from '../../problem.ts'
-import { REPOSITORY_TIMEOUT_MS, deadlinePassed } from '../forward/http-transport.ts'
-import type { Transport } from '../forward/transport.ts'
+import { featureSpec, type FeatureSpec } from '../../shared/feature-spec.ts'
+import { postprocess, type Postprocess } from '../../shared/postprocess.ts'
+import { Problem } from '../problem.ts'
+import { REPOSITORY_TIMEOUT_MS, deadlinePassed } from './http.ts'
+import type { Transport } from './transport.ts'
 
 /**
  * What the edge knows of a model: served versions, and for a model clients may call through

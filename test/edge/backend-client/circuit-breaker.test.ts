@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CircuitBreaker } from '../../../../edge/pipeline/forward/circuit-breaker.ts'
+import { CircuitBreaker } from '../../../edge/backend-client/circuit-breaker.ts'
 
 describe('CircuitBreaker', () => {
   it('opens after consecutive failures, lets one probe through after the cooldown, closes on success', () => {
