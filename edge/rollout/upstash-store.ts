@@ -1,7 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
 import { WRITE_ID_TTL_SECONDS, inDoubtAfter, writeIdKey } from '../../shared/write-once.ts'
-import { DECISIONS, REQUEST_METRICS_HASH, field } from '../pipeline/request-metrics/store.ts'
+import { DECISIONS, REQUEST_METRICS_HASH, field } from '../stores/tallies/tally.ts'
 import { Problem } from '../problem.ts'
 import { HISTORY_CAP } from './history-store.ts'
 import { rolloutSchema } from './rollout.ts'

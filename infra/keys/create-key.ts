@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
-import { API_KEYS_HASH } from '../../edge/pipeline/auth/upstash-key-store.ts'
+import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
 import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/pipeline/auth/api-key.ts'
-import { KeyConfigError, parseApiKeys } from '../../edge/pipeline/auth/key-store.ts'
+import { KeyConfigError, parseApiKeys } from '../../edge/stores/keys/key-store.ts'
 
 /**
  * `npm run keys:create -- --name web --scopes predict[,admin] [--tenant shop] [--rate 600] [--env live] [--json] [--redis]`

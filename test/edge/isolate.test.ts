@@ -8,8 +8,8 @@ import { HttpTransport } from '../../edge/backend-client/http.ts'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
 import { auth } from '../../edge/pipeline/auth/index.ts'
 import { isolate } from '../../edge/pipeline/isolate/index.ts'
-import { SlidingWindowLimiter } from '../../edge/pipeline/rate-limit/sliding-window.ts'
-import { UpstashRateLimiter } from '../../edge/pipeline/rate-limit/upstash-limiter.ts'
+import { SlidingWindowLimiter } from '../../edge/stores/limits/sliding-window.ts'
+import { UpstashRateLimiter } from '../../edge/stores/limits/upstash.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
 
 const upstash = { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_TOKEN: 't' }

@@ -1,4 +1,4 @@
-import { NORMALIZATION_FIXES, NORMALIZED, type Tally, fieldParts } from '../request-metrics/store.ts'
+import { NORMALIZATION_FIXES, NORMALIZED, type Tally, fieldParts } from '../../stores/tallies/tally.ts'
 
 export const NORMALIZED_METRIC = 'edge_input_normalized_requests_total'
 export const NORMALIZATION_FIXES_METRIC = 'edge_input_normalization_fixes_total'

@@ -5,7 +5,7 @@ import type { ModelVariables } from '../model/index.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
-import type { ServedBy } from './store.ts'
+import type { ServedBy } from '../../stores/tallies/tally.ts'
 
 /** Reads what earlier stages set, and after the request what the stages it ran through set. */
 type RequestMetricsNeeds = { isolate: Pick<Isolate, 'requestMetrics'> } & Pick<RequestIdVariables, 'receivedAt'> & Partial<ModelVariables & RouteVariables>

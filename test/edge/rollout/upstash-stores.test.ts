@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { UpstashRateLimiter } from '../../../edge/pipeline/rate-limit/upstash-limiter.ts'
+import { UpstashRateLimiter } from '../../../edge/stores/limits/upstash.ts'
 import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
 import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'

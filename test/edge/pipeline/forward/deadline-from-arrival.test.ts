@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore, type KeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
+import { MemoryKeyStore, type KeyStore } from '../../../../edge/stores/keys/key-store.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
 

@@ -1,14 +1,14 @@
 import { Hono } from 'hono'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../../edge/pipeline/auth/key-store.ts'
+import { MemoryKeyStore } from '../../../../edge/stores/keys/key-store.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { rateLimit } from '../../../../edge/pipeline/rate-limit/index.ts'
 import { notFound, onError } from '../../../../edge/on-error.ts'
 import { Problem } from '../../../../edge/problem.ts'
 import { givenIsolate } from '../../support/isolate.ts'
-import { SlidingWindowLimiter } from '../../../../edge/pipeline/rate-limit/sliding-window.ts'
+import { SlidingWindowLimiter } from '../../../../edge/stores/limits/sliding-window.ts'
 
 const MINUTE = 60_000
 const T0 = 28_000_000 * MINUTE

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
-import { REQUEST_METRICS_HASH } from '../../../../edge/pipeline/request-metrics/store.ts'
+import { REQUEST_METRICS_HASH } from '../../../../edge/stores/tallies/tally.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'

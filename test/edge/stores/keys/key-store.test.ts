@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type KeyEntry, generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { KeyConfigError, MemoryKeyStore, parseApiKeys } from '../../../../edge/pipeline/auth/key-store.ts'
+import { KeyConfigError, MemoryKeyStore, parseApiKeys } from '../../../../edge/stores/keys/key-store.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { isolateCache } from '../../../../edge/isolate.ts'

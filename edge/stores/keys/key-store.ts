@@ -1,4 +1,4 @@
-import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from './api-key.ts'
+import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from '../../pipeline/auth/api-key.ts'
 
 /** Where the edge looks up API keys by their SHA-256 hex digest. */
 export interface KeyStore {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
-import { UpstashKeyStore } from '../../../../edge/pipeline/auth/upstash-key-store.ts'
+import { UpstashKeyStore } from '../../../../edge/stores/keys/upstash.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../../faults/redis-slow.ts'
 
 const BUDGET_MS = 100

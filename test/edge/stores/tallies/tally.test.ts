@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { requestMetricsExposition } from '../../../../edge/pipeline/request-metrics/exposition.ts'
-import { RequestMetrics, type SharedTally, type Tally } from '../../../../edge/pipeline/request-metrics/store.ts'
-import { samplesOf, total } from './samples.ts'
+import { RequestMetrics, type SharedTally, type Tally } from '../../../../edge/stores/tallies/tally.ts'
+import { samplesOf, total } from '../../pipeline/request-metrics/samples.ts'
 
 /** A shared tally in memory that refuses while `down`, applying each write id once: Redis's part, without the network. */
 class FlakyTally implements SharedTally {
