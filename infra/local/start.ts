@@ -5,8 +5,8 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { featureKey } from '../../edge/pipeline/enrich/feature-store.ts'
-import seed from '../../edge/pipeline/enrich/demo-seed.json' with { type: 'json' }
+import { featureKey } from '../../edge/stores/features/feature-store.ts'
+import seed from '../../edge/stores/features/demo-seed.json' with { type: 'json' }
 import { portFromEnv } from './server-process.ts'
 import { assertPortFree, confirmBackend, confirmEdge } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'

@@ -13,7 +13,7 @@ export const MODEL_REPOSITORY = join(ROOT, 'models')
 export const PREDICT_PATH = `/v1/models/${MODEL}/predict`
 export const INFER_PATH = `/v2/models/${MODEL}/infer`
 
-/** The seeded demo user whose entity features the warm runs read (edge/pipeline/enrich/demo-seed.json). */
+/** The seeded demo user whose entity features the warm runs read (edge/stores/features/demo-seed.json). */
 export const WARM_USER = 'u-1'
 
 interface ModelConfig {
@@ -72,7 +72,7 @@ export const predictBody = (count: number, userId: string): string =>
 export const equivalentInferBody = async (): Promise<string> => {
   const config = await readConfig()
   const spec: FeatureSpec = featureSpec.parse(config.features)
-  const seed = JSON.parse(await readFile(join(ROOT, 'edge/pipeline/enrich/demo-seed.json'), 'utf8')) as Record<string, Record<string, Record<string, FeatureValue>>>
+  const seed = JSON.parse(await readFile(join(ROOT, 'edge/stores/features/demo-seed.json'), 'utf8')) as Record<string, Record<string, Record<string, FeatureValue>>>
   const instance = { ...applicant(0), ...seed.user?.[WARM_USER] }
   const width = specWidth(spec)
   const row = new Float32Array(width)

@@ -64,7 +64,7 @@ export const DEFAULT_MIX = {
 }
 
 /**
- * The user ids the local stack's feature store is seeded with (edge/pipeline/enrich/demo-seed.json,
+ * The user ids the local stack's feature store is seeded with (edge/stores/features/demo-seed.json,
  * `DEFAULT_FEATURE_SEED`; a test holds the two equal). A deployed store has its own: pass them.
  */
 export const SEEDED_USER_IDS = ['u-1', 'u-2', 'u-3', 'u-4', 'u-5']

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_FEATURE_SEED } from '../../edge/pipeline/enrich/memory-store.ts'
+import { DEFAULT_FEATURE_SEED } from '../../edge/stores/features/memory.ts'
 import { normalizeBody } from '../../edge/pipeline/normalize/normalize.ts'
 import { compilePredictSchema } from '../../edge/pipeline/validate/compile-spec.ts'
 import { featureSpec } from '../../shared/feature-spec.ts'

@@ -4,7 +4,7 @@ import { Problem } from '../../problem.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Stage } from '../stage.ts'
 import type { ValidateVariables } from '../validate/index.ts'
-import type { FeatureRead, FeatureReader } from './cached-store.ts'
+import type { FeatureRead, FeatureReader } from '../../stores/features/cached.ts'
 import { convertStored } from './convert.ts'
 
 /** Response header set (to "1") only when entity features were not read fresh from the store. */

@@ -1,5 +1,5 @@
-import type { FeatureStore, StoredFeatures } from '../../../../edge/pipeline/enrich/feature-store.ts'
-import type { SetTimer } from '../../../../edge/pipeline/enrich/cached-store.ts'
+import type { FeatureStore, StoredFeatures } from '../../../../edge/stores/features/feature-store.ts'
+import type { SetTimer } from '../../../../edge/stores/features/cached.ts'
 
 /** A clock the test moves by hand. */
 export const manualClock = (start = 1_000_000) => {

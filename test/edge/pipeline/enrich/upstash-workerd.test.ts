@@ -12,7 +12,7 @@ import { startUpstashAdapter, type UpstashAdapter } from '../../../../infra/loca
 import { startRedisServer, type RedisServer } from '../../../infra/support/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
-const ENTRY = 'test/edge/pipeline/enrich/fixtures/upstash-worker.ts'
+const ENTRY = 'test/edge/stores/features/fixtures/upstash-worker.ts'
 const TOKEN = 'feature-store-workerd-token-0123456789'
 
 let redis: RedisServer
@@ -60,7 +60,7 @@ describe('UpstashFeatureStore bundled by wrangler, in real workerd', () => {
     expect(await (await fetch(`${url}/?entity=user&id=nobody`)).json()).toEqual({ values: null })
   })
 
-  it('the bundle carries the embedded default seed (edge/pipeline/enrich/demo-seed.json)', async () => {
+  it('the bundle carries the embedded default seed (edge/stores/features/demo-seed.json)', async () => {
     expect(await (await fetch(`${url}/seed`)).json()).toEqual(['u-1', 'u-2', 'u-3', 'u-4', 'u-5'])
   })
 

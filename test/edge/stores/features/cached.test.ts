@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { CachedFeatureStore } from '../../../../edge/pipeline/enrich/cached-store.ts'
+import { CachedFeatureStore } from '../../../../edge/stores/features/cached.ts'
 import { CircuitBreaker } from '../../../../edge/backend-client/circuit-breaker.ts'
-import { flush, manualClock, manualTimers, scriptedStore } from './support.ts'
+import { flush, manualClock, manualTimers, scriptedStore } from '../../pipeline/enrich/support.ts'
 
 const setup = (options: ConstructorParameters<typeof CachedFeatureStore>[1] = {}) => {
   const clock = manualClock()

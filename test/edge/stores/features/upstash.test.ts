@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { toStoredHash, UpstashFeatureStore } from '../../../../edge/pipeline/enrich/upstash-store.ts'
+import { toStoredHash, UpstashFeatureStore } from '../../../../edge/stores/features/upstash.ts'
 
 describe('toStoredHash', () => {
   it('turns HGETALL\'s flat reply into a hash of strings', () => {

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { featureKey } from '../../../../edge/pipeline/enrich/feature-store.ts'
-import { MemoryFeatureStore } from '../../../../edge/pipeline/enrich/memory-store.ts'
-import { DEFAULT_FEATURE_SEED } from '../../../../edge/pipeline/enrich/memory-store.ts'
+import { featureKey } from '../../../../edge/stores/features/feature-store.ts'
+import { MemoryFeatureStore } from '../../../../edge/stores/features/memory.ts'
+import { DEFAULT_FEATURE_SEED } from '../../../../edge/stores/features/memory.ts'
 import { convertStored } from '../../../../edge/pipeline/enrich/convert.ts'
-import { creditRisk } from '../validate/fixtures.ts'
+import { creditRisk } from '../../pipeline/validate/fixtures.ts'
 
 describe('MemoryFeatureStore', () => {
   it('holds seeded values as Redis would: strings, one hash per entity id', async () => {
@@ -37,9 +37,9 @@ describe('MemoryFeatureStore', () => {
   })
 })
 
-describe('edge/pipeline/enrich/demo-seed.json (the embedded default)', () => {
+describe('edge/stores/features/demo-seed.json (the embedded default)', () => {
   it('is the default seed, and every demo user has valid credit-risk entity features', async () => {
-    expect(DEFAULT_FEATURE_SEED).toEqual(JSON.parse(readFileSync('edge/pipeline/enrich/demo-seed.json', 'utf8')))
+    expect(DEFAULT_FEATURE_SEED).toEqual(JSON.parse(readFileSync('edge/stores/features/demo-seed.json', 'utf8')))
     const store = new MemoryFeatureStore(DEFAULT_FEATURE_SEED)
     const entityFeatures = creditRisk.features.filter((f) => f.source !== 'request')
     expect(entityFeatures.map((f) => f.name)).toEqual(['account_age_months', 'num_products'])
