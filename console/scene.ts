@@ -1,5 +1,5 @@
-import type { Variant } from '../infra/local/canary-repository.ts'
-import { canaryRollout, sendPinnedTraffic } from '../infra/local/canary-traffic.ts'
+import type { Variant } from '../dev/canary-repository.ts'
+import { canaryRollout, sendPinnedTraffic } from '../dev/canary-traffic.ts'
 
 /** What the console is shown on: credit-risk v1 and v2 the same network, v3 scoring everyone riskier. */
 export const SCENE_VERSIONS: Readonly<Record<number, Variant>> = { 1: 'same', 2: 'same', 3: { shiftLogit: 1.5 } }

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
-import { createCanaryRepository } from '../infra/local/canary-repository.ts'
+import { createCanaryRepository } from '../dev/canary-repository.ts'
 import { SCENE_CONTROLLER, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from './scene.ts'
 
 /**
@@ -30,7 +30,7 @@ interface Stack {
 /** `npm start` as a child process group; resolves with the key and console URL its banner prints. */
 const startStack = (repository: string): Promise<Stack> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
       cwd: ROOT,
       env: { ...process.env, BACKEND_PORT, EDGE_PORT, MODEL_REPOSITORY: repository, CONTROLLER_TICK_S: '0', ...SCENE_CONTROLLER },
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,5 +1,5 @@
 import { Miniflare } from 'miniflare'
-import { bundledWorkerOptions } from '../../infra/local/workerd.ts'
+import { bundledWorkerOptions } from '../../dev/workerd.ts'
 
 /**
  * Child process of `bench:edge`: runs the bundled edge worker in real workerd through Miniflare

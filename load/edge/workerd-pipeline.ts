@@ -1,5 +1,5 @@
 import { Miniflare } from 'miniflare'
-import { bundledWorkerOptions } from '../../infra/local/workerd.ts'
+import { bundledWorkerOptions } from '../../dev/workerd.ts'
 import { percentile } from '../percentile.ts'
 import type { PipelineWorkerBindings } from './pipeline-worker.ts'
 

@@ -5,7 +5,7 @@ import type { KeyEntry } from '../../edge/pipeline/auth/api-key.ts'
 import type { BackendModelMetadata } from '../../edge/backend-client/transport.ts'
 import { encodeInstance, featureSpec, specWidth, type FeatureSpec, type FeatureValue } from '../../shared/feature-spec.ts'
 import type { InferRequest } from '../../shared/protocol.ts'
-import { demoApplicant } from '../../infra/local/demo-applicant.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
 import { ROOT } from '../servers.ts'
 
 export const MODEL = 'credit-risk'

@@ -4,10 +4,10 @@ import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import type { Applicant } from '../../tools/training/applicants.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { startReceiver, type Receiver } from './rollout/receiver.ts'
-import { createCanaryRepository } from '../../infra/local/canary-repository.ts'
-import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../infra/local/canary-traffic.ts'
+import { createCanaryRepository } from '../../dev/canary-repository.ts'
+import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 
 /**

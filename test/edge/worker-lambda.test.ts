@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startLambdaEndpoint, type LambdaEndpoint } from '../../infra/local/lambda-endpoint/server.ts'
+import { startLambdaEndpoint, type LambdaEndpoint } from '../../dev/lambda-endpoint/server.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { applicant } from '../backend/support/applicants.ts'

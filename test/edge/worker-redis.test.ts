@@ -1,11 +1,11 @@
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../dev/upstash-adapter/server.ts'
 import { encodeInstance, type FeatureValue } from '../../shared/feature-spec.ts'
 import { applicant, CREDIT_SPEC, CREDIT_WIDTH } from '../backend/support/applicants.ts'
 import { post, startBackend, until, type BackendProcess, type JsonResponse } from '../backend/support/backend-process.ts'
-import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { startRedisServer, type RedisServer } from '../dev/support/redis-server.ts'
 import { runCreateKey } from '../infra/keys/support/create-key-process.ts'
 import { startWorker, type RunningWorker } from './support/workerd.ts'
 

@@ -30,7 +30,7 @@ let worker: RunningWorker
 let key: string
 
 const startLambda = async (): Promise<void> => {
-  lambda = spawn(process.execPath, ['--import', 'tsx', 'infra/local/lambda-endpoint/main.ts'], {
+  lambda = spawn(process.execPath, ['--import', 'tsx', 'dev/lambda-endpoint/main.ts'], {
     env: { ...process.env, LAMBDA_FUNCTION: FUNCTION, LAMBDA_ENDPOINT_PORT: '0', MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })

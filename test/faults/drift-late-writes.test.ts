@@ -5,7 +5,7 @@ import { DriftMonitor } from '../../backend/monitor/drift/monitor.ts'
 import { createLogger } from '../../backend/logger.ts'
 import { until } from '../backend/support/backend-process.ts'
 import { baseline, config, request, row } from '../backend/monitor/drift/fixture.ts'
-import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { startLateReplies, type LateReplies } from './support/late-replies.ts'
 
 /**

@@ -6,7 +6,7 @@ import { UpstashGroundTruth } from '../../edge/quality/store.ts'
 import { minuteOf } from '../../shared/drift/report.ts'
 import { createUpstashClient } from '../../shared/upstash-client.ts'
 import { until } from '../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { startLateReplies, type LateReplies } from './support/late-replies.ts'
 
 /**

@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../edge/pipeline/auth/api-key.ts'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
 import { DEFAULT_DRIFT_REDIS_TIMEOUT_MS } from '../../backend/monitor/drift/count-store.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../dev/upstash-adapter/server.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../../shared/upstash-client.ts'
 import { applicant } from '../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
-import { startRedisServer, type RedisServer } from '../infra/support/redis-server.ts'
+import { startRedisServer, type RedisServer } from '../dev/support/redis-server.ts'
 
 /**
  * Redis faults end to end: one real redis-server behind the local Upstash adapter, shared by the

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyOnce, OutgoingWrite, WriteInDoubt } from '../../shared/write-once.ts'
 import { createUpstashClient } from '../../shared/upstash-client.ts'
-import { startUpstashRedis, type UpstashRedis } from '../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { until } from '../backend/support/backend-process.ts'
 import { startLateReplies, type LateReplies } from '../faults/support/late-replies.ts'
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { encodeInstance, featureSpec, specWidth, type FeatureValue } from '../../../shared/feature-spec.ts'
-import { demoApplicant } from '../../../infra/local/demo-applicant.ts'
+import { demoApplicant } from '../../../dev/demo-applicant.ts'
 import { DEMO_REPOSITORY } from './fixture-repository.ts'
 
 const config = JSON.parse(readFileSync(join(DEMO_REPOSITORY, 'credit-risk', 'config.json'), 'utf8')) as { features: unknown }

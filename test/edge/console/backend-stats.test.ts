@@ -8,7 +8,7 @@ import type { BackendStats } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/env.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { demoApplicant } from '../../../infra/local/demo-applicant.ts'
+import { demoApplicant } from '../../../dev/demo-applicant.ts'
 import { parsePrometheusText } from '../../../shared/prometheus-text.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 

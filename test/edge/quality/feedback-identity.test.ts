@@ -7,7 +7,7 @@ import { minuteOf } from '../../../shared/drift/report.ts'
 import { createUpstashClient } from '../../../shared/upstash-client.ts'
 import { startBackend, until, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { applicant } from '../../backend/support/applicants.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
 
 /**
  * Whose prediction a label is for: two clients that send the same X-Request-Id each label their

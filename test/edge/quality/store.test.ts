@@ -3,7 +3,7 @@ import { Redis } from '@upstash/redis'
 import { binIndex } from '../../../shared/drift/statistics.ts'
 import { PREDICTION_EDGES, rowLogLoss } from '../../../shared/quality.ts'
 import { type GroundTruthStore, type LabelCount, type LabelWrite, MemoryGroundTruth, type Served, type ServedKey, type ServedRecord, UpstashGroundTruth } from '../../../edge/quality/store.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'ground-truth-store-test-token-01'
 let upstash: UpstashRedis

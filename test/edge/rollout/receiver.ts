@@ -1,5 +1,5 @@
 import { createServer, type ServerResponse } from 'node:http'
-import { listen, readBody } from '../../../infra/local/http-server.ts'
+import { listen, readBody } from '../../../dev/http-server.ts'
 
 /** A webhook receiver on a real loopback `node:http` server. */
 export interface Receiver {

@@ -4,7 +4,7 @@ import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
 import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
 import { UpstashHistoryStore } from '../../../edge/rollout/upstash-history-store.ts'
 import { UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'history-store-test-token'
 let upstash: UpstashRedis

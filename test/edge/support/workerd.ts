@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { bundledWorkerOptions } from '../../../infra/local/workerd.ts'
+import { bundledWorkerOptions } from '../../../dev/workerd.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))

@@ -1,6 +1,6 @@
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
-import { startUpstashRedis, type UpstashRedis } from '../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
 import { startLateReplies, type LateReplies } from './late-replies.ts'
 
 export interface LateRedis {

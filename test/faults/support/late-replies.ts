@@ -1,5 +1,5 @@
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
-import { listen, readBody } from '../../../infra/local/http-server.ts'
+import { listen, readBody } from '../../../dev/http-server.ts'
 
 /**
  * An HTTP proxy in front of an Upstash REST endpoint that forwards every command at once (Redis

@@ -4,9 +4,9 @@ import { redisCountStore, type CountStore } from '../../../../backend/monitor/dr
 import { driftLayout } from '../../../../backend/monitor/drift/layout.ts'
 import { DriftMonitor } from '../../../../backend/monitor/drift/monitor.ts'
 import { createLogger } from '../../../../backend/logger.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../../../dev/upstash-adapter/server.ts'
 import { until } from '../../support/backend-process.ts'
-import { startRedisServer, type RedisServer } from '../../../infra/support/redis-server.ts'
+import { startRedisServer, type RedisServer } from '../../../dev/support/redis-server.ts'
 import { baseline, config, request, row } from './fixture.ts'
 
 /**

@@ -7,11 +7,11 @@ import { driftLayout } from '../../../../backend/monitor/drift/layout.ts'
 import { DriftMonitor } from '../../../../backend/monitor/drift/monitor.ts'
 import { createLogger } from '../../../../backend/logger.ts'
 import { modelConfig } from '../../../../backend/repository/model-config.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../../../dev/upstash-adapter/server.ts'
 import { CREDIT_WIDTH, applicantRows, creditRequest } from '../../support/applicants.ts'
 import { post, startBackend, until, type BackendProcess } from '../../support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../support/fixture-repository.ts'
-import { startRedisServer, type RedisServer } from '../../../infra/support/redis-server.ts'
+import { startRedisServer, type RedisServer } from '../../../dev/support/redis-server.ts'
 
 /**
  * Two real backend processes, one redis-server behind the Upstash adapter: each process's view

@@ -7,7 +7,7 @@ import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { givenIsolate } from '../../support/isolate.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'upstash-key-store-test-token-0123'
 

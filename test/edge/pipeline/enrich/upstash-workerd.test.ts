@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { Miniflare } from 'miniflare'
-import { bundledWorkerOptions } from '../../../../infra/local/workerd.ts'
+import { bundledWorkerOptions } from '../../../../dev/workerd.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../../infra/local/upstash-adapter/server.ts'
-import { startRedisServer, type RedisServer } from '../../../infra/support/redis-server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../../../dev/upstash-adapter/server.ts'
+import { startRedisServer, type RedisServer } from '../../../dev/support/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
 const ENTRY = 'test/edge/stores/features/fixtures/upstash-worker.ts'

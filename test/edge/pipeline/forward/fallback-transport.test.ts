@@ -6,7 +6,7 @@ import { BackendRefusal, HttpTransport, Unanswered } from '../../../../edge/back
 import { LambdaTransport } from '../../../../edge/backend-client/lambda.ts'
 import type { BackendModelMetadata, InferCall, Transport } from '../../../../edge/backend-client/transport.ts'
 import { Problem } from '../../../../edge/problem.ts'
-import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../infra/local/lambda-endpoint/server.ts'
+import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../dev/lambda-endpoint/server.ts'
 import { post, startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../../../backend/support/fixture-repository.ts'
 import { creditRequest } from '../../../backend/support/applicants.ts'

@@ -6,7 +6,7 @@ import { normalizationExposition } from '../../../../edge/pipeline/normalize/met
 import { NORMALIZED, REQUEST_METRICS_HASH, type Tally, field } from '../../../../edge/stores/tallies/tally.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'normalization-metrics-test-token-01'
 

@@ -1,7 +1,7 @@
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { UpstashRateLimiter } from '../../../../edge/stores/limits/upstash.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 import { busiestWindow } from '../../stores/limits/windows.ts'
 
 const TOKEN = 'upstash-limiter-test-token'

@@ -4,7 +4,7 @@ import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../../../
 import { REQUEST_METRICS_HASH } from '../../../../edge/stores/tallies/tally.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../infra/support/upstash-redis.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 import { expectConsistentHistograms } from './histograms.ts'
 import { promtoolCheckMetrics } from './promtool.ts'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
 import { DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC, DECISIONS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
-import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../infra/local/lambda-endpoint/server.ts'
+import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../dev/lambda-endpoint/server.ts'
 import { applicant, creditRequest } from '../../../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../../backend/support/fixture-repository.ts'

@@ -4,11 +4,11 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startUpstashAdapter, type UpstashAdapter } from '../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../dev/upstash-adapter/server.ts'
 import {
   createRespClient, encodeCommand, RedisConnectionError, RedisReplyError, RespParser, RespProtocolError, type RespValue,
-} from '../../infra/local/upstash-adapter/resp.ts'
-import { handshake, parseRedisUrl } from '../../infra/local/upstash-adapter/redis-url.ts'
+} from '../../dev/upstash-adapter/resp.ts'
+import { handshake, parseRedisUrl } from '../../dev/upstash-adapter/redis-url.ts'
 import { until } from '../backend/support/backend-process.ts'
 import { freePort } from '../support/ports.ts'
 import { startRedisServer, type RedisServer } from './support/redis-server.ts'
@@ -374,7 +374,7 @@ describe('Upstash REST adapter over a real redis-server', () => {
 
   describe('CLI entry', () => {
     it('prints {"msg":"listening","url"} and serves; SIGTERM stops it', async () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/upstash-adapter/main.ts'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'dev/upstash-adapter/main.ts'], {
         cwd: ROOT,
         env: { ...process.env, REDIS_URL: redisServer!.url, UPSTASH_ADAPTER_TOKEN: TOKEN, UPSTASH_ADAPTER_PORT: '0' },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -398,7 +398,7 @@ describe('Upstash REST adapter over a real redis-server', () => {
     })
 
     it('refuses to start without a token', async () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/upstash-adapter/main.ts'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'dev/upstash-adapter/main.ts'], {
         cwd: ROOT,
         env: { ...process.env, REDIS_URL: redisServer!.url, UPSTASH_ADAPTER_TOKEN: '' },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,7 @@ import { logLine, portFromEnv, runServerProcess } from '../server-process.ts'
 import { startUpstashAdapter } from './server.ts'
 
 /**
- * `tsx infra/local/upstash-adapter/main.ts`: the Upstash REST adapter as a process.
+ * `tsx dev/upstash-adapter/main.ts`: the Upstash REST adapter as a process.
  * Env: `REDIS_URL` (default redis://127.0.0.1:6379), `UPSTASH_ADAPTER_TOKEN` (required),
  * `UPSTASH_ADAPTER_PORT` (default 0 = a free port). Logs JSON lines; the first one,
  * `{"msg":"listening","url":...}`, says where it listens. SIGINT/SIGTERM stop it.

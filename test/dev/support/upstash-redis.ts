@@ -1,5 +1,5 @@
 import { Redis } from '@upstash/redis'
-import { startUpstashAdapter, type UpstashAdapter } from '../../../infra/local/upstash-adapter/server.ts'
+import { startUpstashAdapter, type UpstashAdapter } from '../../../dev/upstash-adapter/server.ts'
 import { startRedisServer, type RedisServer } from './redis-server.ts'
 
 /** A throwaway redis-server behind the local Upstash REST adapter, and a test-side client on it. */

@@ -2,7 +2,7 @@ import { logLine, portFromEnv, runServerProcess } from '../server-process.ts'
 import { startLambdaEndpoint } from './server.ts'
 
 /**
- * `tsx infra/local/lambda-endpoint/main.ts`: a local AWS Lambda Invoke endpoint that runs the
+ * `tsx dev/lambda-endpoint/main.ts`: a local AWS Lambda Invoke endpoint that runs the
  * backend's Lambda handler (backend/lambda.ts) in this process.
  * Env: `LAMBDA_FUNCTION` (default `edge-infer-cpu`), `LAMBDA_ENDPOINT_PORT` (default 0 = a free
  * port), `MODEL_REPOSITORY` (default ./models, read by the handler). Logs JSON lines; the first

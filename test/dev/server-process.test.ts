@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { portFromEnv } from '../../../infra/local/server-process.ts'
+import { portFromEnv } from '../../dev/server-process.ts'
 
 describe('portFromEnv', () => {
   it('defaults, reads and refuses by variable name', () => {

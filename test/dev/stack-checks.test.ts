@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { assertPortFree, confirmBackend, confirmEdge } from '../../../infra/local/stack-checks.ts'
-import { freePort } from '../../support/ports.ts'
+import { assertPortFree, confirmBackend, confirmEdge } from '../../dev/stack-checks.ts'
+import { freePort } from '../support/ports.ts'
 
 let servers: Server[] = []
 afterEach(async () => {

@@ -4,9 +4,9 @@ import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { featureKey } from '../../edge/stores/features/feature-store.ts'
-import seed from '../../edge/stores/features/demo-seed.json' with { type: 'json' }
+import { generateApiKey, hashApiKey } from '../edge/pipeline/auth/api-key.ts'
+import { featureKey } from '../edge/stores/features/feature-store.ts'
+import seed from '../edge/stores/features/demo-seed.json' with { type: 'json' }
 import { portFromEnv } from './server-process.ts'
 import { assertPortFree, confirmBackend, confirmEdge } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
@@ -28,7 +28,7 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  * key. It exits 0 only when asked to stop (Ctrl-C or SIGTERM); a failed start or a child that
  * exits on its own stops the rest and exits 1.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const BACKEND_PORT = portFromEnv('BACKEND_PORT', { fallback: 8000, anyFree: false })
 const EDGE_PORT = portFromEnv('EDGE_PORT', { fallback: 8787, anyFree: false })
 const BACKEND_URL = `http://127.0.0.1:${BACKEND_PORT}`

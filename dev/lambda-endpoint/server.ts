@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
-import { handler as lambdaHandler, shutdownLambda } from '../../../backend/lambda.ts'
+import { handler as lambdaHandler, shutdownLambda } from '../../backend/lambda.ts'
 import { PayloadTooLarge, listen, readBody } from '../http-server.ts'
 
 export interface LambdaEndpointOptions {

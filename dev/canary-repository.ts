@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import onnxProto from 'onnx-proto'
-import { writeModelConfig, writeModelVersion } from '../../tools/training/repository-writer.ts'
-import type { ModelConfigInput } from '../../backend/repository/model-config.ts'
-import { labelFlippedModel } from '../../tools/training/label-flip.ts'
+import { writeModelConfig, writeModelVersion } from '../tools/training/repository-writer.ts'
+import type { ModelConfigInput } from '../backend/repository/model-config.ts'
+import { labelFlippedModel } from '../tools/training/label-flip.ts'
 
 const { onnx } = onnxProto
-const DEMO_REPOSITORY = fileURLToPath(new URL('../../models', import.meta.url))
+const DEMO_REPOSITORY = fileURLToPath(new URL('../models', import.meta.url))
 const MODEL = 'credit-risk'
 /** The last Gemm's bias in the demo graph (see onnx-writer): one logit per label. */
 const OUTPUT_BIAS = 'dense2_bias'

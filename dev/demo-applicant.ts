@@ -1,4 +1,4 @@
-import type { FeatureValue } from '../../shared/feature-spec.ts'
+import type { FeatureValue } from '../shared/feature-spec.ts'
 
 /**
  * A plausible credit-risk applicant varied by `i`, as a client sends it: the request features

@@ -1,4 +1,4 @@
-import { generateApplicants, type Applicant } from '../../tools/training/applicants.ts'
+import { generateApplicants, type Applicant } from '../tools/training/applicants.ts'
 
 /** Instances per predict request: the edge's default `MAX_INSTANCES`. */
 export const ROWS_PER_REQUEST = 64

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { freePort } from '../../support/ports.ts'
+import { freePort } from '../support/ports.ts'
 
 describe('npm run demo:canary', () => {
   it('shows a canary promoted, one rolled back after 3 critical windows, a label-flipped one rolled back on realized accuracy and one rolled back for NaN, then stops its stack', async () => {
     const [backendPort, edgePort] = [await freePort(), await freePort()]
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/demo-canary.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/demo-canary.ts'], {
       env: { ...process.env, BACKEND_PORT: String(backendPort), EDGE_PORT: String(edgePort) },
       stdio: ['ignore', 'pipe', 'pipe'],
     })

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { InvokeCommand, LambdaClient, ResourceNotFoundException } from '@aws-sdk/client-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startLambdaEndpoint, type LambdaEndpoint } from '../../infra/local/lambda-endpoint/server.ts'
+import { startLambdaEndpoint, type LambdaEndpoint } from '../../dev/lambda-endpoint/server.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { creditRequest } from '../backend/support/applicants.ts'
 import { setProcessEnv } from '../support/process-env.ts'
@@ -99,9 +99,9 @@ describe('local Lambda Invoke endpoint, through the real @aws-sdk/client-lambda'
   })
 })
 
-describe('tsx infra/local/lambda-endpoint/main.ts', () => {
+describe('tsx dev/lambda-endpoint/main.ts', () => {
   it('prints {"msg":"listening","url"} and serves; SIGTERM stops it', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/lambda-endpoint/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/lambda-endpoint/main.ts'], {
       cwd: ROOT,
       env: { ...process.env, LAMBDA_FUNCTION: 'cli-function', LAMBDA_ENDPOINT_PORT: '0', MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'inherit'],

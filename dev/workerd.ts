@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { convertV4MiniflareOptions, type MiniflareOptions } from 'miniflare'
 import { unstable_readConfig } from 'wrangler'
 
-const WRANGLER_TOML = fileURLToPath(new URL('../../wrangler.toml', import.meta.url))
+const WRANGLER_TOML = fileURLToPath(new URL('../wrangler.toml', import.meta.url))
 
 export interface BundledWorkerOptions {
   /** Path of the bundle's entry module (`worker.js` from `wrangler deploy --dry-run --outdir`). */

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
-import type { Rollout } from '../../edge/rollout/rollout.ts'
-import { generateApplicants } from '../../tools/training/applicants.ts'
+import type { HistoryEntry } from '../edge/rollout/history-store.ts'
+import type { Rollout } from '../edge/rollout/rollout.ts'
+import { generateApplicants } from '../tools/training/applicants.ts'
 import { createCanaryRepository } from './canary-repository.ts'
 import { type LabelledAnswer, canaryRollout, sendFeedback, sendPinnedTraffic } from './canary-traffic.ts'
 
@@ -22,7 +22,7 @@ import { type LabelledAnswer, canaryRollout, sendFeedback, sendPinnedTraffic } f
  * The controller runs with no dwell time and one clean window per step so the demo takes a
  * minute, not an hour; everything else (thresholds, 3 critical windows, NaN rule) is as deployed.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const BACKEND_PORT = process.env.BACKEND_PORT ?? '8100'
 const EDGE_PORT = process.env.EDGE_PORT ?? '8887'
 const EDGE_URL = `http://127.0.0.1:${EDGE_PORT}`
@@ -42,7 +42,7 @@ interface Stack {
 /** `npm start` as a child; resolves with the local admin key once it printed its banner. */
 const startStack = (repository: string): Promise<Stack> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
       cwd: ROOT,
       env: {
         ...process.env,

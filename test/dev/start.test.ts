@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { createServer, type Server } from 'node:net'
 import { createInterface } from 'node:readline'
 import { describe, expect, it } from 'vitest'
-import { freePort } from '../../support/ports.ts'
+import { freePort } from '../support/ports.ts'
 
 /** Pulls the URL, headers and body out of the printed curl line, as a person pasting it would run it. */
 const parseCurl = (line: string) => {
@@ -16,7 +16,7 @@ const parseCurl = (line: string) => {
 const startStack = (ports: { backend: number; edge: number }) => {
   // As a person runs it: vitest's NODE_ENV=test would switch off behaviour (wrangler's Request.cf lookup) a user meets.
   const { NODE_ENV: _vitest, ...userEnv } = process.env
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
     env: { ...userEnv, BACKEND_PORT: String(ports.backend), EDGE_PORT: String(ports.edge) },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
