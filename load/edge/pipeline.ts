@@ -1,7 +1,7 @@
 import { createApp } from '../../edge/app.ts'
 import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
-import { SlidingWindowLimiter } from '../../edge/stores/limits/sliding-window.ts'
+import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
 import { percentile } from '../percentile.ts'
 import type { Runtime } from '../runtimes.ts'

@@ -8,7 +8,7 @@ import { HttpTransport } from '../../edge/backend-client/http.ts'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
 import { auth } from '../../edge/pipeline/auth/index.ts'
 import { isolate } from '../../edge/pipeline/isolate/index.ts'
-import { SlidingWindowLimiter } from '../../edge/stores/limits/sliding-window.ts'
+import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'
 import { UpstashRateLimiter } from '../../edge/stores/limits/upstash.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
 

@@ -3,7 +3,7 @@ import type { Isolate } from '../../isolate.ts'
 import type { AuthVariables } from '../auth/index.ts'
 import type { Stage } from '../stage.ts'
 import { Problem } from '../../problem.ts'
-import type { RateLimitResult } from '../../stores/limits/sliding-window.ts'
+import type { RateLimitResult } from '../../stores/limits/limiter.ts'
 
 export interface RateLimitOptions {
   /** Length of the sliding window; the caller's per-minute limit is scaled to it. */

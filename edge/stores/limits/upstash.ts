@@ -2,7 +2,8 @@ import type { Redis } from '@upstash/redis'
 import { within } from '../../../shared/upstash-client.ts'
 import { CircuitBreaker } from '../../backend-client/circuit-breaker.ts'
 import { randomHex } from '../../random-ids.ts'
-import { SlidingWindowLimiter, validateLimit, type RateLimiter, type RateLimitResult } from './sliding-window.ts'
+import { type RateLimitResult, type RateLimiter, validateLimit } from './limiter.ts'
+import { SlidingWindowLimiter } from './memory.ts'
 
 export interface UpstashRateLimiterOptions {
   redis: Redis

@@ -8,7 +8,7 @@ import { rateLimit } from '../../../../edge/pipeline/rate-limit/index.ts'
 import { notFound, onError } from '../../../../edge/on-error.ts'
 import { Problem } from '../../../../edge/problem.ts'
 import { givenIsolate } from '../../support/isolate.ts'
-import { SlidingWindowLimiter } from '../../../../edge/stores/limits/sliding-window.ts'
+import { SlidingWindowLimiter } from '../../../../edge/stores/limits/memory.ts'
 
 const MINUTE = 60_000
 const T0 = 28_000_000 * MINUTE

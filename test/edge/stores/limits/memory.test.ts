@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SlidingWindowLimiter } from '../../../../edge/stores/limits/sliding-window.ts'
+import { SlidingWindowLimiter } from '../../../../edge/stores/limits/memory.ts'
 import { busiestWindow, seeded } from './windows.ts'
 
 const MINUTE = 60_000
