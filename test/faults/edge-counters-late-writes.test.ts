@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { RequestMetrics, REQUEST_METRICS_HASH, UpstashTally } from '../../edge/stores/tallies/tally.ts'
+import { RequestMetrics, REQUEST_METRICS_HASH } from '../../edge/stores/tallies/tally.ts'
+import { UpstashTally } from '../../edge/stores/tallies/upstash.ts'
 import { EDGE_FAILURES, UpstashGroundTruth } from '../../edge/quality/store.ts'
 import { eventually, useLateRedis } from './support/late-redis.ts'
 

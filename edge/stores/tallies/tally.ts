@@ -1,7 +1,4 @@
-import type { Redis } from '@upstash/redis'
-import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
-import { OutgoingWrite, applyOnce } from '../../../shared/write-once.ts'
-import { Problem } from '../../problem.ts'
+import { OutgoingWrite } from '../../../shared/write-once.ts'
 
 /** Upper bounds (seconds) of the request-duration histogram's buckets; one more bucket holds the rest (+Inf). */
 export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
@@ -55,36 +52,6 @@ export interface SharedTally {
 }
 
 export const REQUEST_METRICS_HASH = 'metrics:requests'
-
-export interface UpstashTallyOptions {
-  /** Longest wait for Redis per flush or read (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
-  timeoutMs?: number
-}
-
-/** The hash `metrics:requests`: one HINCRBY per changed field, all in one script guarded by the write's id. */
-export class UpstashTally implements SharedTally {
-  readonly #timeoutMs: number
-
-  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS }: UpstashTallyOptions = {}) {
-    this.#timeoutMs = timeoutMs
-  }
-
-  async add(writeId: string, deltas: Tally): Promise<void> {
-    await applyOnce(this.redis, writeId, [...deltas].map(([name, delta]) => ['HINCRBY', REQUEST_METRICS_HASH, name, String(delta)]), { timeoutMs: this.#timeoutMs })
-  }
-
-  async read(): Promise<Tally> {
-    const fields = (await within(this.redis.hgetall<Record<string, unknown>>(REQUEST_METRICS_HASH), this.#timeoutMs).catch(() => {
-      throw new Problem(503, 'Service Unavailable', 'the shared request counts cannot be read right now; retry shortly', { slug: 'metrics-unavailable', headers: { 'retry-after': '1' } })
-    })) ?? {}
-    const tally: Tally = new Map()
-    for (const [name, value] of Object.entries(fields)) {
-      const n = Number(value)
-      if (Number.isSafeInteger(n)) tally.set(name, n)
-    }
-    return tally
-  }
-}
 
 export interface RequestMetricsOptions {
   /** Where isolates sum their counts; none keeps this isolate's own. */
