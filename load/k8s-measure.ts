@@ -1,15 +1,16 @@
 import { readFile } from 'node:fs/promises'
-import { runAutocannon } from '../../load/autocannon.ts'
-import { primeInfer, startServer, waitReady } from '../../load/servers.ts'
-import { creditRiskWorkload } from '../../load/workloads.ts'
-import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
-import { parsePrometheusText } from '../../shared/prometheus-text.ts'
+import { runAutocannon } from './autocannon.ts'
+import { primeInfer, startServer, waitReady } from './servers.ts'
+import { creditRiskWorkload } from './workloads.ts'
+import { BACKEND_METRICS } from '../shared/backend-metrics.ts'
+import { parsePrometheusText } from '../shared/prometheus-text.ts'
 
 /**
- * `tsx infra/k8s/measure.ts`: the figures the manifests are sized from (see sizing.ts). Starts the
- * real backend with the bundled models, reads its resident memory once warm and at its peak under
- * load, and at rising concurrency the rows/s, p99 and the mean queue-depth gauge the autoscaler
- * reads, so the knee (where more rows in flight stop buying throughput) can be read off.
+ * `tsx load/k8s-measure.ts`: the figures the Kubernetes manifests are sized from (see
+ * infra/k8s/sizing.ts). Starts the real backend with the bundled models, reads its resident memory
+ * once warm and at its peak under load, and at rising concurrency the rows/s, p99 and the mean
+ * queue-depth gauge the autoscaler reads, so the knee (where more rows in flight stop buying
+ * throughput) can be read off.
  * Env: MEASURE_DURATION_S (default 8), MEASURE_CONNECTIONS (default 4,8,16,32,64).
  */
 
