@@ -2,7 +2,7 @@ import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { UpstashRateLimiter } from '../../../../edge/stores/limits/upstash.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
-import { busiestWindow } from '../../stores/limits/windows.ts'
+import { busiestWindow } from './windows.ts'
 
 const TOKEN = 'upstash-limiter-test-token'
 const MINUTE = 60_000

@@ -12,10 +12,10 @@ import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { validate } from '../../../../edge/pipeline/validate/index.ts'
 import { onError } from '../../../../edge/on-error.ts'
 import { startRedisServer, type RedisServer } from '../../../dev/support/redis-server.ts'
-import { applicant, creditRisk } from '../validate/fixtures.ts'
+import { applicant, creditRisk } from '../../pipeline/validate/fixtures.ts'
 import { givenIsolate, givenModels } from '../../support/isolate.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
-import { manualClock } from './support.ts'
+import { manualClock } from '../../pipeline/enrich/support.ts'
 
 const TOKEN = 'feature-store-test-token-0123456789'
 
