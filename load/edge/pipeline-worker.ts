@@ -1,6 +1,6 @@
 import { createApp } from '../../edge/app.ts'
 import type { KeyEntry } from '../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import type { BackendModelMetadata } from '../../edge/backend-client/transport.ts'
 import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'

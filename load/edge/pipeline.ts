@@ -1,5 +1,5 @@
 import { createApp } from '../../edge/app.ts'
-import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'
 import { MemoryRolloutStore } from '../../edge/rollout/store.ts'

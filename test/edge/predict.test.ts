@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import { HttpTransport } from '../../edge/backend-client/http.ts'
 import { Problem } from '../../edge/problem.ts'

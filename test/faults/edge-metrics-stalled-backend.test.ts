@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { settingsFrom } from '../../edge/isolate.ts'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { startStubBackend, type StubBackend } from './support/stub-backend.ts'
 
 /** One backend call's own timeout at the edge: the scrape must not wait out even one. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 
 // Hostile but well-formed JSON bodies, sent to the edge in process (in front of a real backend)

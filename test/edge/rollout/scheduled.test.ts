@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import type { HistoryEntry } from '../../../edge/rollout/history-store.ts'
 import type { Bindings } from '../../../edge/env.ts'

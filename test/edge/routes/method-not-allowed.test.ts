@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 
 let app: ReturnType<typeof createApp>
 const admin = generateApiKey('test')

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'

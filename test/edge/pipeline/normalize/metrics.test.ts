@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import { normalizationExposition } from '../../../../edge/pipeline/normalize/metrics.ts'
 import { NORMALIZED, REQUEST_METRICS_HASH, type Tally, field } from '../../../../edge/stores/tallies/tally.ts'
 import { applicant } from '../../../backend/support/applicants.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { MemoryKeyStore } from '../../../../edge/stores/keys/key-store.ts'
+import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
 import { rateLimit } from '../../../../edge/pipeline/rate-limit/index.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
-import { keyStoreFrom } from '../../../../edge/stores/keys/key-store.ts'
+import { keyStoreFrom } from '../../../../edge/stores/keys/chained.ts'
 import { API_KEYS_HASH, UpstashKeyStore } from '../../../../edge/stores/keys/upstash.ts'
 import type { AppEnv } from '../../../../edge/env.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'
