@@ -1,6 +1,10 @@
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { InferRequest, InferResponse, ModelMetadata } from '../../shared/protocol.ts'
-import type { CallSpan } from '../pipeline/trace/spans.ts'
+
+/** A span the caller ends when its work does: `end()`, or `end(error)` when it failed. */
+export interface CallSpan {
+  end(err?: unknown): void
+}
 
 /** One infer call from the edge to an inference tier. */
 export interface InferCall {

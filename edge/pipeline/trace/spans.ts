@@ -1,5 +1,6 @@
 import { SpanStatusCode, trace, type Context as OtelContext, type Span, type SpanContext, type Tracer } from '@opentelemetry/api'
 import type { Context, MiddlewareHandler, Next } from 'hono'
+import type { CallSpan } from '../../backend-client/transport.ts'
 import type { AppEnv } from '../../env.ts'
 
 /**
@@ -84,11 +85,6 @@ export const traced = (name: string, middleware: MiddlewareHandler<AppEnv>): Mid
     const outer = c.get('tracing')
     return outer === undefined ? middleware(c, next) : inSpan(c, next, outer)
   }
-}
-
-/** A span the caller ends when its work does: `end()`, or `end(error)` when it failed. */
-export interface CallSpan {
-  end(err?: unknown): void
 }
 
 /**
