@@ -14,8 +14,15 @@ describe('npm run demo:canary', () => {
     child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d))
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
     expect(code, output).toBe(0)
-    const decisions = output.split('\n').filter((l) => l.startsWith('round ')).map((l) => /→ (step|promote|hold|rollback|alert) /.exec(l)?.[1] ?? l)
-    expect(decisions).toEqual(['step', 'step', 'step', 'promote', 'hold', 'hold', 'rollback', 'rollback', 'rollback'])
+    const rounds = output.split('\n').filter((l) => l.startsWith('round '))
+    const decisions = rounds.map((l) => /→ (step|promote|hold|rollback|alert) /.exec(l)?.[1] ?? l)
+    // The NaN canary is reached only by the users its 1% of buckets (a random seed) takes: a round
+    // whose users all miss it has no canary data yet, and holds for that reason alone.
+    const nanAct = rounds.slice(8)
+    const waited = nanAct.slice(0, -1)
+    for (const line of waited) expect(line).toMatch(/→ hold .*waiting for data/)
+    expect(decisions).toEqual(['step', 'step', 'step', 'promote', 'hold', 'hold', 'rollback', 'rollback', ...waited.map(() => 'hold'), 'rollback'])
+    expect(waited.length, output).toBeLessThanOrEqual(1)
     expect(output).toContain('weights now: stable v2 100%\n')
     expect(output).toContain('prediction drift critical for 3 windows')
     expect(output).toMatch(/canary realized accuracy 0\.\d+ is worse than stable's/)
