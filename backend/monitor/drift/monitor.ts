@@ -131,14 +131,10 @@ export class DriftMonitor {
     const store = this.store
     if (!store) return
     // The flush in doubt first (same id, same deltas), then one more with what was counted since.
-    for (let fresh = false; !fresh; ) {
-      fresh = !this.outgoing.inDoubt
-      const write = this.outgoing.next(() => this.unsent())
-      if (!write) return
-      await store.apply(write.id, write.payload.map(({ counter, minute }) => ({ key: countsKey(counter.layout, minute.minute), ...minute })))
-      this.outgoing.settled()
-      for (const { counter, minute } of write.payload) counter.buckets.markSent(minute)
-    }
+    await this.outgoing.sendWith(() => this.unsent(), async (id, flush) => {
+      await store.apply(id, flush.map(({ counter, minute }) => ({ key: countsKey(counter.layout, minute.minute), ...minute })))
+      for (const { counter, minute } of flush) counter.buckets.markSent(minute)
+    })
   }
 
   private unsent(): Flush | undefined {
