@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import type { HistoryEntry } from '../edge/rollout/history-store.ts'
+import type { HistoryEntry } from '../edge/stores/history/history-store.ts'
 import type { Rollout } from '../edge/rollout/rollout.ts'
 import { generateApplicants } from '../tools/training/applicants.ts'
 import { createCanaryRepository } from './canary-repository.ts'

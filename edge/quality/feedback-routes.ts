@@ -6,7 +6,7 @@ import { formatPath } from '../format.ts'
 import { keyName } from '../pipeline/auth/api-key.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import { Problem } from '../problem.ts'
-import type { LabelWrite, Served, ServedKey, ServedRecord } from './store.ts'
+import type { LabelWrite, Served, ServedKey, ServedRecord } from '../stores/ground-truth/ground-truth-store.ts'
 
 /** Most feedback items one request may carry. */
 export const MAX_FEEDBACK_ITEMS = 1_000

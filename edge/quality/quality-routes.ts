@@ -7,7 +7,7 @@ import type { Isolate } from '../isolate.ts'
 import { Problem } from '../problem.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 import { realizedQuality } from '../rollout/edge-counted-source.ts'
-import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES } from './store.ts'
+import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES } from '../stores/ground-truth/ground-truth-store.ts'
 
 /** One version's realized figures (from feedback) beside the backend's label-free estimate of them. */
 const versionQuality = z.object({

@@ -1,6 +1,6 @@
 import { PREDICTION_EDGES, type QualityFigures, binnedQuality } from '../../shared/quality.ts'
 import { minuteOf } from '../../shared/drift/report.ts'
-import type { GroundTruthStore, WindowCounts } from '../quality/store.ts'
+import type { GroundTruthStore, WindowCounts } from '../stores/ground-truth/ground-truth-store.ts'
 import type { ArmWindow, MonitorSource } from './monitor-source.ts'
 
 /** Realized quality of a window's labelled rows; none when the threshold is not a bin edge (binned accuracy cannot classify by it). */

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { BUCKETS, stickyBucket } from '../../shared/sticky-hash.ts'
+import type { ModelDescription } from '../backend-client/catalog.ts'
 import { MAX_ARMS, bucketsOf, decodeLayout, ownersOf } from './bucket-layout.ts'
 
 const variantName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
@@ -141,4 +142,21 @@ export const canaryArms = (rollout: Rollout): { canary: Arm; baseline: Arm; stat
   const canary = rollout.arms.find((a) => a.variant === state?.variant)
   const baseline = rollout.arms.find((a) => a.variant === state?.baseline_variant)
   return state && canary && baseline ? { canary, baseline, state } : undefined
+}
+
+// One per description the catalog holds, so routing decodes its layout once, not per request.
+const defaults = new WeakMap<ModelDescription, Rollout>()
+
+/** With no rollout configured, the newest version takes everything and any served version may be pinned. */
+export const defaultRollout = (model: ModelDescription): Rollout => {
+  let rollout = defaults.get(model)
+  if (rollout === undefined) {
+    rollout = {
+      salt: model.name,
+      arms: [{ variant: 'stable', version: model.versions[model.versions.length - 1] ?? 1, weight: 100 }],
+      pinnable: model.versions,
+    }
+    defaults.set(model, rollout)
+  }
+  return rollout
 }

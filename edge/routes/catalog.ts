@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import type { AppEnv } from '../env.ts'
 import { requestDeadline } from '../pipeline/forward/deadline.ts'
-import { defaultRollout } from '../rollout/store.ts'
+import { defaultRollout } from '../rollout/rollout.ts'
 
 /** `GET /v1/models` (what a client may call) and `GET /v1/models/{model}`: what a client needs to call a model — versions, rollout, and features and labels when it has them (predict). */
 export const catalogRoutes = () =>

@@ -4,7 +4,7 @@ import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import type { BackendModelMetadata } from '../../edge/backend-client/transport.ts'
 import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'
-import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
+import { MemoryRolloutStore } from '../../edge/stores/rollouts/memory.ts'
 import { createFloorApp } from './floor-app.ts'
 import { InProcessBackendStandIn } from './in-process-backend.ts'
 

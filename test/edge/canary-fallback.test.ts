@@ -2,7 +2,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
+import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import { assignArm, type Rollout } from '../../edge/rollout/rollout.ts'
 import { generateApplicants } from '../../tools/training/applicants.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
+import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import type { Applicant } from '../../tools/training/applicants.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'

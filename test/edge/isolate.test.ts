@@ -10,7 +10,7 @@ import { auth } from '../../edge/pipeline/auth/index.ts'
 import { isolate } from '../../edge/pipeline/isolate/index.ts'
 import { SlidingWindowLimiter } from '../../edge/stores/limits/memory.ts'
 import { UpstashRateLimiter } from '../../edge/stores/limits/upstash.ts'
-import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
+import { MemoryRolloutStore } from '../../edge/stores/rollouts/memory.ts'
 
 const upstash = { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_TOKEN: 't' }
 

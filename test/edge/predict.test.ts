@@ -5,7 +5,7 @@ import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../edge/backend-client/catalog.ts'
 import { HttpTransport } from '../../edge/backend-client/http.ts'
 import { Problem } from '../../edge/problem.ts'
-import { MemoryRolloutStore } from '../../edge/rollout/store.ts'
+import { MemoryRolloutStore } from '../../edge/stores/rollouts/memory.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import type { HistoryEntry } from '../../edge/rollout/history-store.ts'
+import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { listen, readBody } from '../../dev/http-server.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'

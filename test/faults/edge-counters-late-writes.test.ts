@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { RequestMetrics, REQUEST_METRICS_HASH } from '../../edge/stores/tallies/tally.ts'
 import { UpstashTally } from '../../edge/stores/tallies/upstash.ts'
-import { EDGE_FAILURES, UpstashGroundTruth } from '../../edge/quality/store.ts'
+import { EDGE_FAILURES } from '../../edge/stores/ground-truth/ground-truth-store.ts'
+import { UpstashGroundTruth } from '../../edge/stores/ground-truth/upstash.ts'
 import { eventually, useLateRedis } from './support/late-redis.ts'
 
 /**

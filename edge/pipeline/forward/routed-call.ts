@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import { minuteOf } from '../../../shared/drift/report.ts'
 import { inBackground } from '../../background.ts'
 import type { Isolate } from '../../isolate.ts'
-import type { GroundTruthStore } from '../../quality/store.ts'
+import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
 import { type Attempt, type CanaryFallbackOptions, type FallbackNeeds, withCanaryFallback } from './canary-fallback.ts'
 import { NotServed, Unanswered } from '../../backend-client/http.ts'
 

@@ -1,6 +1,6 @@
 import { within } from '../../../shared/upstash-client.ts'
 import type { Isolate } from '../../isolate.ts'
-import { defaultRollout } from '../../rollout/store.ts'
+import { defaultRollout } from '../../rollout/rollout.ts'
 import { normalizationExposition } from '../normalize/metrics.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Responder } from '../stage.ts'

@@ -9,7 +9,7 @@ import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
 import { type Prediction, predictionsOf } from './predictions.ts'
-import type { ServedKey, ServedRecord } from '../../quality/store.ts'
+import type { ServedKey, ServedRecord } from '../../stores/ground-truth/ground-truth-store.ts'
 import type { AuthVariables } from '../auth/index.ts'
 
 type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>

@@ -7,7 +7,7 @@ import { circuitBreakers } from '../../../edge/backend-client/circuit-breaker.ts
 import { HttpTransport } from '../../../edge/backend-client/http.ts'
 import type { InferCall } from '../../../edge/backend-client/transport.ts'
 import { Problem } from '../../../edge/problem.ts'
-import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
+import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { applicant } from '../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 

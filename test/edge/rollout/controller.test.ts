@@ -1,8 +1,10 @@
 import { describe, expect, it, vi } from 'vitest'
 import { DECISION_SENDS, createController, type ControllerOptions, type TickOutcome } from '../../../edge/rollout/controller.ts'
-import { MemoryHistoryStore, type HistoryEntry } from '../../../edge/rollout/history-store.ts'
+import { MemoryHistoryStore } from '../../../edge/stores/history/memory.ts'
+import { type HistoryEntry } from '../../../edge/stores/history/history-store.ts'
 import { rolloutSchema, type Rollout } from '../../../edge/rollout/rollout.ts'
-import { MemoryRolloutStore, type RolloutStore } from '../../../edge/rollout/store.ts'
+import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
+import { type RolloutStore } from '../../../edge/stores/rollouts/rollout-store.ts'
 import { FakeMonitorSource, MINUTE, T0, canaryRollout, histogram, window, type WindowFor } from './support.ts'
 
 const MODEL = 'credit-risk'

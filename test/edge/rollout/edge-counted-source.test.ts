@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryGroundTruth } from '../../../edge/quality/store.ts'
+import { MemoryGroundTruth } from '../../../edge/stores/ground-truth/memory.ts'
 import { withEdgeCounts } from '../../../edge/rollout/edge-counted-source.ts'
 import type { MonitorSource } from '../../../edge/rollout/monitor-source.ts'
 import { window } from './support.ts'

@@ -4,8 +4,8 @@ import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { HttpTransport } from '../../../edge/backend-client/http.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
-import { MemoryGroundTruth } from '../../../edge/quality/store.ts'
-import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
+import { MemoryGroundTruth } from '../../../edge/stores/ground-truth/memory.ts'
+import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { creditRequest } from '../../backend/support/applicants.ts'
 import { demoMetadata, startStubBackend, type StubBackend } from '../../faults/support/stub-backend.ts'
 

@@ -1,6 +1,6 @@
 import type { Redis } from '@upstash/redis'
-import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../shared/upstash-client.ts'
-import { Problem } from '../problem.ts'
+import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
+import { Problem } from '../../problem.ts'
 import type { HistoryEntry, HistoryReader } from './history-store.ts'
 
 /** The list a model's entries go to (by `UpstashRolloutStore`, with the change they record). */

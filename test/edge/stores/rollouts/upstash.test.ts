@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { UpstashRateLimiter } from '../../../edge/stores/limits/upstash.ts'
-import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
-import { CachedRolloutStore, UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
+import { UpstashRateLimiter } from '../../../../edge/stores/limits/upstash.ts'
+import { rolloutSchema } from '../../../../edge/rollout/rollout.ts'
+import { CachedRolloutStore } from '../../../../edge/stores/rollouts/cached.ts'
+import { UpstashRolloutStore } from '../../../../edge/stores/rollouts/upstash.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'rollout-store-test-token'
 let upstash: UpstashRedis

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { HISTORY_CAP, MemoryHistoryStore, type HistoryEntry } from '../../../edge/rollout/history-store.ts'
-import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
-import { MemoryRolloutStore } from '../../../edge/rollout/store.ts'
-import { UpstashHistoryStore } from '../../../edge/rollout/upstash-history-store.ts'
-import { UpstashRolloutStore } from '../../../edge/rollout/upstash-store.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
+import { HISTORY_CAP, type HistoryEntry } from '../../../../edge/stores/history/history-store.ts'
+import { MemoryHistoryStore } from '../../../../edge/stores/history/memory.ts'
+import { rolloutSchema } from '../../../../edge/rollout/rollout.ts'
+import { MemoryRolloutStore } from '../../../../edge/stores/rollouts/memory.ts'
+import { UpstashHistoryStore } from '../../../../edge/stores/history/upstash.ts'
+import { UpstashRolloutStore } from '../../../../edge/stores/rollouts/upstash.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'history-store-test-token'
 let upstash: UpstashRedis

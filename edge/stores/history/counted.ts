@@ -1,4 +1,4 @@
-import type { RequestMetrics } from '../stores/tallies/tally.ts'
+import type { RequestMetrics } from '../tallies/tally.ts'
 import type { HistoryEntry, HistoryStore } from './history-store.ts'
 
 /**

@@ -1,4 +1,4 @@
-import type { Action, DecisionNumbers } from './policy.ts'
+import type { Action, DecisionNumbers } from '../../rollout/policy.ts'
 
 /** One change to a model's rollout: a controller decision or an admin's PUT. */
 export interface HistoryEntry {
@@ -34,20 +34,3 @@ export interface HistoryStore extends HistoryReader {
 
 /** Entries kept per model; older ones are dropped. */
 export const HISTORY_CAP = 500
-
-export class MemoryHistoryStore implements HistoryStore {
-  private readonly entries = new Map<string, HistoryEntry[]>()
-
-  constructor(private readonly cap = HISTORY_CAP) {}
-
-  async append(entry: HistoryEntry): Promise<void> {
-    const list = this.entries.get(entry.model) ?? []
-    list.unshift(entry)
-    list.length = Math.min(list.length, this.cap)
-    this.entries.set(entry.model, list)
-  }
-
-  async list(model: string, limit: number): Promise<HistoryEntry[]> {
-    return (this.entries.get(model) ?? []).slice(0, limit)
-  }
-}

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from '@upstash/redis'
-import { binIndex } from '../../../shared/drift/statistics.ts'
-import { PREDICTION_EDGES, rowLogLoss } from '../../../shared/quality.ts'
-import { type GroundTruthStore, type LabelCount, type LabelWrite, MemoryGroundTruth, type Served, type ServedKey, type ServedRecord, UpstashGroundTruth } from '../../../edge/quality/store.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../dev/support/upstash-redis.ts'
+import { binIndex } from '../../../../shared/drift/statistics.ts'
+import { PREDICTION_EDGES, rowLogLoss } from '../../../../shared/quality.ts'
+import type { GroundTruthStore, LabelCount, LabelWrite, Served, ServedKey, ServedRecord } from '../../../../edge/stores/ground-truth/ground-truth-store.ts'
+import { MemoryGroundTruth } from '../../../../edge/stores/ground-truth/memory.ts'
+import { UpstashGroundTruth } from '../../../../edge/stores/ground-truth/upstash.ts'
+import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 
 const TOKEN = 'ground-truth-store-test-token-01'
 let upstash: UpstashRedis
