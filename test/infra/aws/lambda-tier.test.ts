@@ -196,7 +196,7 @@ describe('image asset', () => {
     const { stdout } = await run(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--listFilesOnly'], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 })
     const inputs = stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.includes('/node_modules/')).map((l) => relative(REPO_ROOT, l))
     expect(inputs).toContain('backend/lambda.ts')
-    const buildConfigs = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'test/edge/openapi/codegen/package.json', DOCKERFILE, 'infra/aws/check-models.ts']
+    const buildConfigs = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'tools/openapi-client/package.json', DOCKERFILE, 'infra/aws/check-models.ts']
     const models = (await filesUnder(join(REPO_ROOT, 'models'))).map((f) => join('models', f))
     expect(models.length).toBeGreaterThan(0)
     expect([...inputs, ...buildConfigs, ...models].filter((f) => !staged.has(f))).toEqual([])

@@ -1,15 +1,15 @@
 import createClient from 'openapi-fetch'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { z } from 'zod'
-import { responseSchemas } from '../../../edge/openapi.ts'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
-import { creditRequest } from '../../backend/support/applicants.ts'
-import { startWorker, type RunningWorker } from '../support/workerd.ts'
-import type { components, paths } from './schema.d.ts'
+import { responseSchemas } from '../../edge/openapi.ts'
+import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { creditRequest } from '../backend/support/applicants.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { components, paths } from '../support/schema.d.ts'
 
 /**
- * The client openapi-typescript generates from the document (schema.d.ts), driven by
+ * The client openapi-typescript generates from the document (test/support/schema.d.ts), driven by
  * openapi-fetch against the worker bundled as deployed, in workerd, in front of the real backend.
  * Each answer is also parsed with the zod schema its response is documented with, so a field
  * the worker sends that the document lacks (or one it lacks that the document requires) fails.

@@ -1,9 +1,0 @@
-import { writeFile } from 'node:fs/promises'
-import { openApiDocument } from '../../../../edge/openapi.ts'
-import { clientTypes } from './generate.ts'
-
-/** `npm run openapi:client`: regenerates the committed client types from the document. */
-export const CLIENT_TYPES = new URL('../schema.d.ts', import.meta.url)
-
-await writeFile(CLIENT_TYPES, await clientTypes(openApiDocument()))
-console.log(`wrote ${CLIENT_TYPES.pathname}`)

@@ -1,0 +1,11 @@
+import { readFile } from 'node:fs/promises'
+import { describe, expect, it } from 'vitest'
+import { openApiDocument } from '../../edge/openapi.ts'
+import { clientTypes } from '../../tools/openapi-client/generate.ts'
+
+describe('the committed client types (test/support/schema.d.ts)', () => {
+  it('are what openapi-typescript generates from the document now: run `npm run openapi:client` after changing it', async () => {
+    const committed = await readFile(new URL('../support/schema.d.ts', import.meta.url), 'utf8')
+    expect(committed).toBe(await clientTypes(openApiDocument()))
+  })
+})
