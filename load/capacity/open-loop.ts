@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http'
 import type { PayloadKind } from '../scenarios/payloads.js'
-import { emptyOutcomes, recordAnswer, type Outcomes } from '../run/outcomes.ts'
+import { emptyOutcomes, recordAnswer, type Outcomes } from '../harness/outcomes.ts'
 
 /** One request as the sender sends it. */
 export interface Outgoing {

@@ -2,7 +2,7 @@ import autocannon from 'autocannon'
 import { rateAt, totalDurationS } from '../scenarios/index.js'
 import type { Payloads, PayloadKind } from '../scenarios/payloads.js'
 import type { Scenario } from '../scenarios/shapes.js'
-import { emptyOutcomes, recordAnswer, type Outcomes } from './outcomes.ts'
+import { emptyOutcomes, recordAnswer, type Outcomes } from '../harness/outcomes.ts'
 
 /** A stretch of the run played by one autocannon instance at one rate. */
 export interface Slice {

@@ -1,11 +1,13 @@
-import { cleanUp, installSignalHandlers, interrupted } from '../processes.ts'
+import { cleanUp, installSignalHandlers, interrupted } from '../harness/processes.ts'
 import { SEEDED_USER_IDS, createPayloads, crossedThresholds, totalDurationS } from '../scenarios/index.js'
-import { LOAD_USAGE, UsageError, parseLoadArgs } from './args.ts'
+import { UsageError } from '../harness/args.ts'
+import { loadAverage } from '../harness/cpu.ts'
+import { LOAD_USAGE, parseLoadArgs } from './args.ts'
 import { runScenario } from './autocannon-run.ts'
-import { fetchCatalog } from './catalog.ts'
-import { errorRate, latencySummary } from './outcomes.ts'
-import { startLocalStack } from './stack.ts'
-import { loadAverage, progressLine, summaryTables } from './summary.ts'
+import { fetchCatalog } from '../harness/catalog.ts'
+import { errorRate, latencySummary } from '../harness/outcomes.ts'
+import { startLocalStack } from '../harness/stack.ts'
+import { progressLine, summaryTables } from './summary.ts'
 
 /**
  * `npm run load`: plays a scenario (load/scenarios/) with autocannon against any edge, or a

@@ -1,14 +1,10 @@
-import { loadavg } from 'node:os'
-import { formatTable } from '../table.ts'
+import { formatTable } from '../harness/table.ts'
 import type { Scenario } from '../scenarios/shapes.js'
-import { answered, errorRate, latencySummary, type Outcomes } from './outcomes.ts'
+import { answered, errorRate, latencySummary, type Outcomes } from '../harness/outcomes.ts'
 
 const ms = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '-')
 const int = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
 const percent = (x: number): string => (Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : '-')
-
-/** The machine's load average, 1/5/15 min, as `uptime` prints it: numbers on shared cores need it beside them. */
-export const loadAverage = (): string => loadavg().map((x) => x.toFixed(2)).join(' ')
 
 /** One line of progress: seconds, the rate asked for, answers so far, their p95, failures. */
 export const progressLine = ({ elapsedS, totalS, rate, outcomes }: { elapsedS: number; totalS: number; rate: number; outcomes: Outcomes }): string => {

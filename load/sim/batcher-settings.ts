@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { modelConfig, type DispatchPolicy } from '../../backend/repository/model-config.ts'
-import { ROOT } from '../servers.ts'
+import { ROOT } from '../harness/servers.ts'
 
 /** The dynamic batcher of one replica, in the simulator's units (seconds, rows). */
 export interface BatcherSettings {

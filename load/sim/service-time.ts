@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-/** What `load/sim/measure-service.ts` measured on the real backend (committed as service-time.json). */
+/** What `load/sim/measure-service/main.ts` measured on the real backend (committed as service-time.json). */
 export interface ServiceTimeMeasurement {
   command: string
   measuredAt: string

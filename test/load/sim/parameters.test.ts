@@ -8,7 +8,7 @@ import { defaultConfig } from '../../../infra/k8s/config.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
 import { modelConfig } from '../../../backend/repository/model-config.ts'
 import { batcherSettingsOf } from '../../../load/sim/batcher-settings.ts'
-import { ROOT } from '../../../load/servers.ts'
+import { ROOT } from '../../../load/harness/servers.ts'
 import { readHorizontalPodAutoscaler, readScaledObject, readScrapeIntervalS } from '../../../load/sim/scaler-config.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'sim-params-'))
