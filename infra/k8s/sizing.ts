@@ -1,5 +1,5 @@
 /**
- * What the manifests are sized from: the figures `tsx load/k8s-measure.ts` printed for the real
+ * What the manifests are sized from: the figures `tsx load/k8s/main.ts` printed for the real
  * backend under load (the README's Kubernetes sizing table has the full run). Re-run it on a node
  * of the target pool and change them here: the GPU pool cannot be measured on a machine without a
  * GPU, so the CPU figures stand in for both variants.
@@ -20,7 +20,7 @@ const HEADROOM = 1.5
 export const MODEL_BUDGET_MI = 512
 /**
  * Host memory of the CUDA context and onnxruntime's CUDA provider libraries, not measured here
- * (no GPU on this machine): an allowance until `load/k8s-measure.ts` runs on a GPU node.
+ * (no GPU on this machine): an allowance until `load/k8s/main.ts` runs on a GPU node.
  */
 export const CUDA_HOST_ALLOWANCE_MI = 1024
 
