@@ -1,10 +1,10 @@
 import { Hono } from 'hono'
 import { secureHeaders } from 'hono/secure-headers'
-import type { AppEnv, Bindings } from './env.ts'
+import type { Bindings } from './bindings.ts'
 import { type Isolate, type IsolateParts, createIsolate, isolateCache } from './isolate.ts'
 import { backendStatsRoutes } from './console/backend-stats.ts'
 import { consoleRoutes } from './console/routes.ts'
-import { notFound, onError } from './on-error.ts'
+import { type ErrorEnv, notFound, onError } from './on-error.ts'
 import { openApiDocument } from './openapi.ts'
 import { auth } from './pipeline/auth/index.ts'
 import { requireJson } from './pipeline/body/index.ts'
@@ -22,7 +22,20 @@ import { metricsEndpoint } from './pipeline/request-metrics/endpoint.ts'
 import { requestMetrics } from './pipeline/request-metrics/index.ts'
 import { respond } from './pipeline/respond/index.ts'
 import { route } from './pipeline/route/index.ts'
-import { Pipeline, mount, type Stage } from './pipeline/stage.ts'
+import { Pipeline, mount } from './pipeline/pipeline.ts'
+import type { Stage } from './pipeline/stage.ts'
+import type { AuthVariables } from './pipeline/auth/index.ts'
+import type { BodyVariables } from './pipeline/body/index.ts'
+import type { EnrichVariables } from './pipeline/enrich/index.ts'
+import type { ForwardVariables } from './pipeline/forward/index.ts'
+import type { IsolateVariables } from './pipeline/isolate/index.ts'
+import type { ModelVariables } from './pipeline/model/index.ts'
+import type { NormalizeVariables } from './pipeline/normalize/index.ts'
+import type { RequestIdVariables } from './pipeline/request-id/index.ts'
+import type { RouteVariables } from './pipeline/route/index.ts'
+import type { StageEnv } from './pipeline/stage.ts'
+import type { TraceVariables } from './pipeline/trace/index.ts'
+import type { ValidateVariables } from './pipeline/validate/index.ts'
 import { traceContext } from './pipeline/trace/index.ts'
 import { validate } from './pipeline/validate/index.ts'
 import { driftRoutes } from './rollout/drift-routes.ts'
@@ -33,6 +46,23 @@ import { catalogRoutes } from './routes/catalog.ts'
 import { infer } from './routes/infer.ts'
 import { allowedMethods, methodNotAllowed } from './routes/method-not-allowed.ts'
 import { MODEL_READ_PATHS, oipRoutes } from './routes/oip.ts'
+
+/**
+ * Every context variable a request may carry, as the stages declare them: the app is where they
+ * meet (tests and tools that drive stages outside the app use this).
+ */
+export type AppVariables = IsolateVariables<Isolate> &
+  RequestIdVariables &
+  TraceVariables &
+  BodyVariables &
+  AuthVariables &
+  ModelVariables &
+  NormalizeVariables &
+  ValidateVariables &
+  EnrichVariables &
+  RouteVariables &
+  ForwardVariables
+export type AppEnv = StageEnv<AppVariables>
 
 export interface EdgeAppOptions {
   /** The isolate for a request's bindings; by default one per configuration, built by `createIsolate` with `parts`. */
@@ -100,7 +130,8 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
     .then(route(), 'route')
     .then(forward(), 'forward')
 
-  const app = new Hono<AppEnv>()
+  // Handlers read what their stages declare; the app itself only what the error mapper reads.
+  const app = new Hono<ErrorEnv>()
   app.use('*', ...everyRequest.all())
   app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
   // Serialized once: the document is the same for every request.

@@ -1,6 +1,5 @@
 import { Redis } from '@upstash/redis'
-import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../shared/upstash-client.ts'
-import type { Bindings } from './env.ts'
+import { type Bindings, type EdgeSettings, servingBindings, settingsFrom } from './bindings.ts'
 import { Problem } from './problem.ts'
 import { KeyConfigError, type KeyStore } from './stores/keys/key-store.ts'
 import { keyStoreFrom } from './stores/keys/chained.ts'
@@ -14,7 +13,7 @@ import { HttpTransport } from './backend-client/http.ts'
 import { LambdaTransport } from './backend-client/lambda.ts'
 import type { ProtocolReader, Transport } from './backend-client/transport.ts'
 import { ModelCatalog } from './backend-client/catalog.ts'
-import { DEFAULT_METRICS_FLUSH_MS, RequestMetrics } from './stores/tallies/tally.ts'
+import { RequestMetrics } from './stores/tallies/tally.ts'
 import { UpstashTally } from './stores/tallies/upstash.ts'
 import type { RateLimiter } from './stores/limits/limiter.ts'
 import { SlidingWindowLimiter } from './stores/limits/memory.ts'
@@ -36,47 +35,6 @@ import { type Telemetry, telemetryFrom } from './telemetry/index.ts'
 import { type GroundTruthStore } from './stores/ground-truth/ground-truth-store.ts'
 import { MemoryGroundTruth } from './stores/ground-truth/memory.ts'
 import { UpstashGroundTruth } from './stores/ground-truth/upstash.ts'
-
-export const DEFAULT_FEATURE_TIMEOUT_MS = 25
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024
-export const DEFAULT_MAX_INSTANCES = 64
-export const DEFAULT_FEEDBACK_TTL_SECONDS = 30 * 24 * 3_600
-/** Under Prometheus's default 10 s scrape timeout, with room for the edge's own Redis reads. */
-export const DEFAULT_METRICS_SCRAPE_MS = 3_000
-
-/** The numbers and lists the bindings configure, parsed once per configuration. */
-export interface EdgeSettings {
-  maxBodyBytes: number
-  maxInstances: number
-  allowedOrigins: readonly string[]
-  /** Budget of a feature-store read before defaults are used. */
-  featureTimeoutMs: number
-  /** Budget of every other Redis call. */
-  redisTimeoutMs: number
-  /** Models whose served predictions are recorded for feedback (`FEEDBACK_MODELS`; `*` for all). */
-  feedbackModels: ReadonlySet<string> | 'all'
-  /** How long a served prediction waits for its label. */
-  feedbackTtlSeconds: number
-  /** Longest wait of a `/metrics` scrape for what the backend must say (weights, quality). */
-  metricsScrapeMs: number
-}
-
-const positive = (raw: string | undefined, fallback: number, whole = false): number => {
-  const n = Number(raw?.trim() || NaN)
-  return Number.isFinite(n) && n > 0 && (!whole || Number.isSafeInteger(n)) ? n : fallback
-}
-
-/** Each setting from its binding, or its default when the binding is unset or not a positive number. */
-export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => ({
-  maxBodyBytes: positive(env.MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, true),
-  maxInstances: positive(env.MAX_INSTANCES, DEFAULT_MAX_INSTANCES, true),
-  allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
-  featureTimeoutMs: positive(env.FEATURE_TIMEOUT_MS, DEFAULT_FEATURE_TIMEOUT_MS),
-  redisTimeoutMs: positive(env.REDIS_TIMEOUT_MS, DEFAULT_EDGE_REDIS_TIMEOUT_MS),
-  feedbackModels: env.FEEDBACK_MODELS?.trim() === '*' ? 'all' : new Set((env.FEEDBACK_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean)),
-  feedbackTtlSeconds: positive(env.FEEDBACK_TTL_SECONDS, DEFAULT_FEEDBACK_TTL_SECONDS, true),
-  metricsScrapeMs: positive(env.METRICS_SCRAPE_TIMEOUT_MS, DEFAULT_METRICS_SCRAPE_MS),
-})
 
 /** Everything that lives as long as an isolate and its configuration: what the pipeline talks to. */
 export interface Isolate {
@@ -178,7 +136,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   const store: FeatureStore = redis
     ? new UpstashFeatureStore({ url: env.UPSTASH_REDIS_REST_URL!, token: env.UPSTASH_REDIS_REST_TOKEN! })
     : new MemoryFeatureStore(featureSeed)
-  const requestMetrics = parts.requestMetrics ?? new RequestMetrics(redis ? { shared: new UpstashTally(redis, bounded), flushEveryMs: positive(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS) } : {})
+  const requestMetrics = parts.requestMetrics ?? new RequestMetrics(redis ? { shared: new UpstashTally(redis, bounded), flushEveryMs: servingBindings.shape.METRICS_FLUSH_MS.parse(env.METRICS_FLUSH_MS) } : {})
   // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
   const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   const catalog = parts.catalog ?? new ModelCatalog({ transport })

@@ -1,13 +1,17 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import type { AppEnv } from './env.ts'
+import type { RequestIdVariables } from './pipeline/request-id/index.ts'
+import type { StageEnv } from './pipeline/stage.ts'
 import { PROBLEM_CONTENT_TYPE, Problem } from './problem.ts'
 
 /**
  * The edge's one error mapper: a `Problem` becomes its problem+json body; anything else is an
  * internal error whose details stay out of the response.
  */
-export const onError = (err: Error, c: Context<AppEnv>): Response => {
+/** What the error mapper reads: the request id, when the request got far enough to have one. */
+export type ErrorEnv = StageEnv<Partial<RequestIdVariables>>
+
+export const onError = <E extends ErrorEnv>(err: Error, c: Context<E>): Response => {
   const problem =
     err instanceof Problem
       ? err
@@ -31,4 +35,4 @@ export const onError = (err: Error, c: Context<AppEnv>): Response => {
 }
 
 /** 404 for routes the edge does not have, in the same shape. */
-export const notFound = (c: Context<AppEnv>): Response => onError(new Problem(404, 'Not Found', `no route for ${c.req.method} ${c.req.path}`), c)
+export const notFound = <E extends ErrorEnv>(c: Context<E>): Response => onError(new Problem(404, 'Not Found', `no route for ${c.req.method} ${c.req.path}`), c)

@@ -2,7 +2,7 @@ import { createApp, type EdgeAppOptions } from './app.ts'
 import { controllerConfigFrom } from './rollout/controller-config.ts'
 import { createController } from './rollout/controller.ts'
 import { createWebhook, type WebhookOptions } from './rollout/webhook.ts'
-import type { Bindings } from './env.ts'
+import type { Bindings } from './bindings.ts'
 import { randomUuid } from './random-ids.ts'
 import { createIsolate, isolateCache } from './isolate.ts'
 

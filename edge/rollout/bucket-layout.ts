@@ -1,6 +1,17 @@
 import { BUCKETS, stickyHash } from '../../shared/sticky-hash.ts'
 import { randomHex } from '../random-ids.ts'
-import type { Arm, Rollout } from './rollout.ts'
+
+/** What a layout is made of: a rollout's arms, its layout when it has one, its canary's seed (rollout.ts's `Rollout` is one). */
+interface Arm {
+  variant: string
+  version: number
+  weight: number
+}
+interface Rollout {
+  arms: readonly Arm[]
+  layout?: string
+  canary?: { variant: string; baseline_variant: string; seed?: string }
+}
 
 /** Most arms a rollout may have: the layout names each bucket's arm with one digit. */
 export const MAX_ARMS = 8
@@ -93,7 +104,7 @@ const continuedSeed = (next: Rollout, previous: Rollout | undefined): string | u
  * it replaces), so a weight change moves only the users it must, between the arms it involves.
  * A canary that starts without a seed gets a new one; one that runs on keeps its own.
  */
-export const withLayout = (next: Rollout, previous: Rollout | undefined): Rollout => {
+export const withLayout = <R extends Rollout>(next: R, previous: R | undefined): R => {
   const seeded = next.canary && next.canary.seed === undefined ? { ...next, canary: { ...next.canary, seed: continuedSeed(next, previous) ?? randomHex(8) } } : next
   return seeded.layout === undefined ? { ...seeded, layout: encodeLayout(transfer(seeded, previous)) } : seeded
 }

@@ -1,8 +1,4 @@
-import type { Bindings } from '../env.ts'
-
-export const DEFAULT_SERVICE_NAME = 'edge-infer-edge'
-/** OTEL_EXPORTER_OTLP_TIMEOUT's default in the spec. */
-export const DEFAULT_EXPORT_TIMEOUT_MS = 10_000
+import { type Bindings, servingBindings } from '../bindings.ts'
 
 /** How the edge exports its spans, read from the standard OTEL_* bindings. */
 export interface ExportConfig {
@@ -49,11 +45,6 @@ export const headersFrom = (raw: string | undefined): Record<string, string> => 
   return headers
 }
 
-const positiveMs = (raw: string | undefined, fallback: number): number => {
-  const ms = Number(raw?.trim() || NaN)
-  return Number.isFinite(ms) && ms > 0 ? ms : fallback
-}
-
 /** The export's configuration, or none when no endpoint is bound: tracing is off. */
 export const exportConfigFrom = (env: Partial<Bindings>): ExportConfig | undefined => {
   const url = tracesUrlFrom(env)
@@ -61,7 +52,7 @@ export const exportConfigFrom = (env: Partial<Bindings>): ExportConfig | undefin
   return {
     url,
     headers: headersFrom(env.OTEL_EXPORTER_OTLP_HEADERS),
-    serviceName: env.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME,
-    timeoutMs: positiveMs(env.OTEL_EXPORTER_OTLP_TIMEOUT, DEFAULT_EXPORT_TIMEOUT_MS),
+    serviceName: servingBindings.shape.OTEL_SERVICE_NAME.parse(env.OTEL_SERVICE_NAME),
+    timeoutMs: servingBindings.shape.OTEL_EXPORTER_OTLP_TIMEOUT.parse(env.OTEL_EXPORTER_OTLP_TIMEOUT),
   }
 }

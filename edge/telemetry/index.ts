@@ -1,7 +1,7 @@
 import type { Span, Tracer } from '@opentelemetry/api'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { TracerProvider } from '@opentelemetry/sdk-trace'
-import type { Bindings } from '../env.ts'
+import type { Bindings } from '../bindings.ts'
 import { randomHex } from '../random-ids.ts'
 import { exportConfigFrom } from './config.ts'
 import { OtlpJsonExporter } from './exporter.ts'

@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { unstable_readConfig } from 'wrangler'
 import { CONSOLE_FILES } from '../../edge/console/assets.generated.ts'
-import type { Bindings } from '../../edge/env.ts'
+import type { Bindings } from '../../edge/bindings.ts'
 
 const run = promisify(execFile)
 const ENVIRONMENTS = [['default', ''], ['staging', 'staging'], ['production', 'production']] as const

@@ -1,8 +1,8 @@
 import type { Context } from 'hono'
 import { type Scope, hashApiKey, isApiKey } from './api-key.ts'
-import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import type { Stage } from '../stage.ts'
+import type { KeyStore } from '../../stores/keys/key-store.ts'
 
 /** An authenticated caller, as the auth middleware resolved it (never the key itself). */
 export interface Caller {
@@ -70,7 +70,7 @@ const digestOf = async (key: string): Promise<string> => {
  * route's scope: 401 with `WWW-Authenticate` for a missing, malformed or unknown key, 403 for a
  * key without the scope. Sets `caller`.
  */
-export const auth = ({ scope = 'predict', realm = 'edge-infer' }: AuthOptions = {}): Stage<{ isolate: Pick<Isolate, 'keys'> }, AuthVariables> => {
+export const auth = ({ scope = 'predict', realm = 'edge-infer' }: AuthOptions = {}): Stage<{ isolate: { keys: KeyStore } }, AuthVariables> => {
   const challenge = `Bearer realm="${realm}"`
   const unauthorized = (detail: string, error?: string) =>
     new Problem(401, 'Unauthorized', detail, { headers: { 'www-authenticate': error ? `${challenge}, error="${error}"` : challenge } })

@@ -1,8 +1,8 @@
 import { quoteInput } from '../../../shared/quote-input.ts'
 import { BodyAborted, BodyTooLarge, readBodyText } from './read-text.ts'
-import type { EdgeSettings } from '../../isolate.ts'
 import { CLIENT_CLOSED_REQUEST, Problem } from '../../problem.ts'
 import type { Stage } from '../stage.ts'
+import type { EdgeSettings } from '../../bindings.ts'
 
 export interface BodyVariables {
   /** The body of a POST or PUT as `requireJson` read it (within the size limit); parse it with `jsonBody`. */

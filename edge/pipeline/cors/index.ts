@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
-import type { EdgeSettings } from '../../isolate.ts'
 import type { Stage, StageEnv } from '../stage.ts'
+import type { EdgeSettings } from '../../bindings.ts'
 
 type CorsNeeds = { isolate: { settings: Pick<EdgeSettings, 'allowedOrigins'> } }
 

@@ -1,5 +1,4 @@
 import type { Feature, FeatureSpec, FeatureValue } from '../../../shared/feature-spec.ts'
-import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Stage } from '../stage.ts'
@@ -15,7 +14,7 @@ export interface EnrichVariables {
   featuresDegraded: boolean
 }
 
-type EnrichNeeds = ValidateVariables & { model: PredictableModel; isolate: Pick<Isolate, 'features'> }
+type EnrichNeeds = ValidateVariables & { model: PredictableModel; isolate: { features: FeatureReader } }
 
 /** The entity features of a spec that share one entity and key: one store read per request. */
 interface EntityGroup {

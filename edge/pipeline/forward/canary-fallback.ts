@@ -1,12 +1,10 @@
-import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import { NonFiniteOutput } from '../respond/predictions.ts'
-import type { RouteVariables } from '../route/index.ts'
+import type { FallbackReason, RouteVariables } from '../route/index.ts'
 import { callSpan } from '../trace/spans.ts'
 import type { TraceVariables } from '../trace/index.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
-/** Why a canary's call was retried on stable (the `reason` label of the fallback counter). */
-export type FallbackReason = 'error' | 'timeout' | 'non_finite'
 
 /**
  * Whether a failed canary call is worth retrying on stable, and why: anything a healthy version
@@ -33,7 +31,7 @@ export interface CanaryFallbackOptions {
   now?: () => number
 }
 
-export type FallbackNeeds = RouteVariables & TraceVariables & { model: { name: string }; isolate: Pick<Isolate, 'requestMetrics'> }
+export type FallbackNeeds = RouteVariables & TraceVariables & { model: { name: string }; isolate: { requestMetrics: RequestMetrics } }
 
 /** What the fallback uses of a request's context: any stage's whose variables include these. */
 export interface FallbackSlots {

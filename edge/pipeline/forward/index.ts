@@ -1,6 +1,5 @@
 import { type FeatureSpec, encodeInstance, specWidth } from '../../../shared/feature-spec.ts'
 import type { InferRequest, InferResponse } from '../../../shared/protocol.ts'
-import type { Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import { type Prediction, predictionsOf } from '../respond/predictions.ts'
@@ -13,6 +12,9 @@ import type { CanaryFallbackOptions } from './canary-fallback.ts'
 import { requestDeadline } from './deadline.ts'
 import { dedupeInstances } from './dedupe.ts'
 import { routedCall } from './routed-call.ts'
+import type { Transport } from '../../backend-client/transport.ts'
+import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
 /** What the inference tier answered for this request's rows, for `respond` to decode. */
 export interface Inference {
@@ -38,7 +40,7 @@ export interface ForwardVariables {
 export type ForwardNeeds = RequestIdVariables &
   TraceVariables &
   ValidateVariables &
-  RouteVariables & { model: PredictableModel; isolate: Pick<Isolate, 'transport' | 'requestMetrics' | 'groundTruth'> }
+  RouteVariables & { model: PredictableModel; isolate: { transport: Transport; requestMetrics: RequestMetrics; groundTruth: GroundTruthStore } }
 
 export interface ForwardOptions {
   /** How a canary's failed call falls back to stable. */

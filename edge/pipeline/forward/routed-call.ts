@@ -1,10 +1,10 @@
 import type { Context } from 'hono'
 import { minuteOf } from '../../../shared/drift/report.ts'
 import { inBackground } from '../../background.ts'
-import type { Isolate } from '../../isolate.ts'
 import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
 import { type Attempt, type CanaryFallbackOptions, type FallbackNeeds, withCanaryFallback } from './canary-fallback.ts'
 import { NotServed, Unanswered } from '../../backend-client/http.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
 /**
  * A call the backend never answered, counted against its version for the rollout controller
@@ -16,7 +16,7 @@ const countUnanswered = (store: GroundTruthStore, model: string, version: number
     console.log(JSON.stringify({ level: 'warn', msg: 'edge-side failure not counted', model, version, error: err instanceof Error ? err.message : String(err) }))
   })
 
-type RoutedCallNeeds = Omit<FallbackNeeds, 'isolate'> & { isolate: Pick<Isolate, 'requestMetrics' | 'groundTruth'> }
+type RoutedCallNeeds = Omit<FallbackNeeds, 'isolate'> & { isolate: { requestMetrics: RequestMetrics; groundTruth: GroundTruthStore } }
 
 /** What a routed call uses of a request's context: the canary fallback's, the edge-failure counts, and where background work is kept alive. */
 export interface RoutedCallSlots extends Pick<Context, 'executionCtx'> {

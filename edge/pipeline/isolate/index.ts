@@ -1,19 +1,21 @@
-import type { Bindings } from '../../env.ts'
-import type { Isolate } from '../../isolate.ts'
+import type { Bindings } from '../../bindings.ts'
 import type { Stage } from '../stage.ts'
 
-export interface IsolateVariables {
+export interface IsolateVariables<Parts extends object> {
   /** What lives for this isolate and its configuration: stores, caches, transports, settings. */
-  isolate: Isolate
+  isolate: Parts
 }
 
-export interface IsolateStageOptions {
+export interface IsolateStageOptions<Parts extends object> {
   /** The isolate for a request's bindings (`isolateCache`), shared with the worker's cron tick. */
-  isolateFor: (env: Bindings | undefined) => Isolate
+  isolateFor: (env: Bindings | undefined) => Parts
 }
 
-/** First of every request: puts the isolate's parts on the context for the stages after it. */
-export const isolate = ({ isolateFor }: IsolateStageOptions): Stage<object, IsolateVariables> =>
+/**
+ * First of every request: puts the isolate's parts on the context for the stages after it. Each
+ * stage names the parts it reads by their own types; the composition root's isolate has them all.
+ */
+export const isolate = <Parts extends object>({ isolateFor }: IsolateStageOptions<Parts>): Stage<object, IsolateVariables<Parts>> =>
   async function isolate(c, next) {
     c.set('isolate', isolateFor(c.env))
     await next()

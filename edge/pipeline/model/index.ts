@@ -1,15 +1,15 @@
-import type { Isolate } from '../../isolate.ts'
 import { requestDeadline } from '../forward/deadline.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Stage } from '../stage.ts'
 import { type ModelDescription, type PredictableModel, predictable } from '../../backend-client/catalog.ts'
+import type { ModelCatalog } from '../../backend-client/catalog.ts'
 
 export interface ModelVariables {
   /** The model named in the path, as the backend describes it. */
   model: ModelDescription
 }
 
-type ModelNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'catalog'> }
+type ModelNeeds = RequestIdVariables & { isolate: { catalog: ModelCatalog } }
 
 /**
  * Looks the path's model up in the catalog, once per request and before the body is read: an

@@ -1,10 +1,10 @@
-import type { Isolate } from '../../isolate.ts'
 import type { AuthVariables } from '../auth/index.ts'
 import { jsonBody } from '../body/json-body.ts'
 import type { BodyVariables } from '../body/index.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Stage } from '../stage.ts'
 import { normalizeBody } from './normalize.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
 /** Response header carrying how many input fixes normalization applied (also when 0). */
 export const INPUT_NORMALIZED_HEADER = 'x-input-normalized'
@@ -16,7 +16,7 @@ export interface NormalizeVariables {
   normalizedFixes: number
 }
 
-type NormalizeNeeds = BodyVariables & AuthVariables & { model: PredictableModel; isolate: Pick<Isolate, 'requestMetrics'> }
+type NormalizeNeeds = BodyVariables & AuthVariables & { model: PredictableModel; isolate: { requestMetrics: RequestMetrics } }
 
 /**
  * Parses the JSON body (malformed → 400 with line, column and position), applies the repairs of

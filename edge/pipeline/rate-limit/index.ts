@@ -1,9 +1,9 @@
 import { HEADERS } from '../../../shared/headers.ts'
-import type { Isolate } from '../../isolate.ts'
 import type { AuthVariables } from '../auth/index.ts'
 import type { Stage } from '../stage.ts'
 import { Problem } from '../../problem.ts'
 import type { RateLimitResult } from '../../stores/limits/limiter.ts'
+import type { RateLimiter } from '../../stores/limits/limiter.ts'
 
 export interface RateLimitOptions {
   /** Length of the sliding window; the caller's per-minute limit is scaled to it. */
@@ -25,7 +25,7 @@ const rateLimitHeaders = ({ limit, remaining, resetMs }: RateLimitResult): Recor
  * problem with `Retry-After`. The limiter is the isolate's: Redis, shared by every isolate, when
  * configured.
  */
-export const rateLimit = ({ windowMs = 60_000 }: RateLimitOptions = {}): Stage<AuthVariables & { isolate: Pick<Isolate, 'limiter'> }> =>
+export const rateLimit = ({ windowMs = 60_000 }: RateLimitOptions = {}): Stage<AuthVariables & { isolate: { limiter: RateLimiter } }> =>
   async function rateLimit(c, next) {
     const caller = c.get('caller')
     const max = Math.max(1, Math.round((caller.rateLimitPerMinute * windowMs) / 60_000))

@@ -1,6 +1,15 @@
-import type { Variables } from '../../env.ts'
 import { CLIENT_CLOSED_REQUEST } from '../../problem.ts'
+import type { AuthVariables } from '../auth/index.ts'
+import type { EnrichVariables } from '../enrich/index.ts'
+import type { ModelVariables } from '../model/index.ts'
+import type { NormalizeVariables } from '../normalize/index.ts'
+import type { RequestIdVariables } from '../request-id/index.ts'
+import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
+import type { TraceVariables } from '../trace/spans.ts'
+
+/** What the line reports: set by the stages after this one, when the request got that far. */
+type Logged = Partial<RequestIdVariables & TraceVariables & AuthVariables & ModelVariables & NormalizeVariables & EnrichVariables & RouteVariables>
 
 export interface RequestLogOptions {
   write?: (line: string) => void
@@ -11,7 +20,7 @@ export interface RequestLogOptions {
  * took, and how much of the input had to be fixed — per-key normalization counts are how a
  * client's encoding bug becomes visible (Workers Logs / Logpush turn these lines into metrics).
  */
-export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOptions = {}): Stage<Partial<Variables>> =>
+export const requestLog = ({ write = (line) => console.log(line) }: RequestLogOptions = {}): Stage<Logged> =>
   async function requestLog(c, next) {
     const started = Date.now()
     try {

@@ -1,14 +1,14 @@
 import { SERVED_BY_HEADER } from '../../backend-client/fallback.ts'
 import { inBackground } from '../../background.ts'
-import type { Isolate } from '../../isolate.ts'
 import type { ModelVariables } from '../model/index.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
 import type { ServedBy } from '../../stores/tallies/tally.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
 /** Reads what earlier stages set, and after the request what the stages it ran through set. */
-type RequestMetricsNeeds = { isolate: Pick<Isolate, 'requestMetrics'> } & Pick<RequestIdVariables, 'receivedAt'> & Partial<ModelVariables & RouteVariables>
+type RequestMetricsNeeds = { isolate: { requestMetrics: RequestMetrics } } & Pick<RequestIdVariables, 'receivedAt'> & Partial<ModelVariables & RouteVariables>
 
 export interface RequestMetricsOptions {
   /** The response header naming the inference tier whose answer a response carries. */

@@ -4,18 +4,21 @@ import { Problem } from '../../problem.ts'
 import { SERVED_BY_HEADER, servedBy } from '../../backend-client/fallback.ts'
 import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
 import type { InferCall } from '../../backend-client/transport.ts'
-import type { Isolate } from '../../isolate.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
 import { type Prediction, predictionsOf } from './predictions.ts'
 import type { ServedKey, ServedRecord } from '../../stores/ground-truth/ground-truth-store.ts'
 import type { AuthVariables } from '../auth/index.ts'
+import type { Transport } from '../../backend-client/transport.ts'
+import type { EdgeSettings } from '../../bindings.ts'
+import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
-type ShadowParts = Pick<Isolate, 'transport' | 'requestMetrics'>
-type RespondParts = ShadowParts & Pick<Isolate, 'groundTruth' | 'settings'>
+type ShadowParts = { transport: Transport; requestMetrics: RequestMetrics }
+type RespondParts = ShadowParts & { groundTruth: GroundTruthStore; settings: EdgeSettings }
 
-const feedbackOn = ({ settings }: Pick<Isolate, 'settings'>, model: PredictableModel): boolean =>
+const feedbackOn = ({ settings }: { settings: EdgeSettings }, model: PredictableModel): boolean =>
   model.postprocess.labels.length === 2 && (settings.feedbackModels === 'all' || settings.feedbackModels.has(model.name))
 
 /**

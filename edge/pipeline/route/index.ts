@@ -1,18 +1,21 @@
 import { HEADERS } from '../../../shared/headers.ts'
-import type { Isolate } from '../../isolate.ts'
 import type { ModelDescription } from '../../backend-client/catalog.ts'
 import type { ModelVariables } from '../model/index.ts'
 import { Problem } from '../../problem.ts'
 import type { RequestIdVariables } from '../request-id/index.ts'
 import type { Stage } from '../stage.ts'
 import type { ValidateVariables } from '../validate/index.ts'
-import type { FallbackReason } from '../forward/canary-fallback.ts'
 import type { Reroutes } from './reroutes.ts'
 import { assignArm, canaryArms, inShadow, pinnable, standInFor, type Arm, type Assignment, type Rollout } from '../../rollout/rollout.ts'
 import { defaultRollout } from '../../rollout/rollout.ts'
 import { type StoredRollout } from '../../stores/rollouts/rollout-store.ts'
 import { requestDeadline } from '../forward/deadline.ts'
 import { quoteInput } from '../../../shared/quote-input.ts'
+import type { ModelCatalog } from '../../backend-client/catalog.ts'
+import type { RolloutStore } from '../../stores/rollouts/rollout-store.ts'
+
+/** Why a canary's call was retried on stable (the `reason` label of the fallback counter). */
+export type FallbackReason = 'error' | 'timeout' | 'non_finite'
 
 export interface RoutedAssignment extends Assignment {
   /** For a request the rollout sent to its canary: the baseline arm a failed canary call is retried on. */
@@ -39,7 +42,7 @@ export interface RouteVariables {
 export const CANARY_FALLBACK_HEADER = 'x-canary-fallback'
 
 /** The predict input is there on predict (its entity id is the sticky key), not on tensor routes. */
-type RouteNeeds = ModelVariables & RequestIdVariables & Partial<ValidateVariables> & { isolate: Pick<Isolate, 'rollouts' | 'reroutes' | 'catalog'> }
+type RouteNeeds = ModelVariables & RequestIdVariables & Partial<ValidateVariables> & { isolate: { rollouts: RolloutStore; reroutes: Reroutes; catalog: ModelCatalog } }
 
 export interface RouteOptions {
   /** Header carrying the sticky key when the request names no entity. */

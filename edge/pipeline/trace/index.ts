@@ -4,7 +4,6 @@ import { HEADERS } from '../../../shared/headers.ts'
 import { inBackground } from '../../background.ts'
 import { randomHex } from '../../random-ids.ts'
 import type { Telemetry } from '../../telemetry/index.ts'
-import type { IsolateVariables } from '../isolate/index.ts'
 import type { Stage } from '../stage.ts'
 import { type TraceSlots, type TraceVariables, enterSpan } from './spans.ts'
 
@@ -26,7 +25,7 @@ export interface TraceContextOptions {
  * `edge.request`, a child of the caller's, and its spans are exported after the response;
  * without one no span is started, but the edge still names a span id of its own.
  */
-export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Stage<IsolateVariables, TraceVariables> =>
+export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Stage<{ isolate: { telemetry?: Telemetry } }, TraceVariables> =>
   async function traceContext(c, next) {
     const incoming = TRACEPARENT.exec(c.req.header(HEADERS.traceparent)?.trim().toLowerCase() ?? '')
     const valid = incoming !== null && !ZEROS.test(incoming[1]) && !ZEROS.test(incoming[2])

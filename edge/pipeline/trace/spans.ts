@@ -1,7 +1,7 @@
 import { SpanStatusCode, trace, type Context as OtelContext, type Span, type SpanContext, type Tracer } from '@opentelemetry/api'
 import type { Context, MiddlewareHandler, Next } from 'hono'
 import type { CallSpan } from '../../backend-client/transport.ts'
-import type { AppEnv } from '../../env.ts'
+import type { StageEnv } from '../stage.ts'
 
 /**
  * Spans per pipeline stage, from the isolate's tracer (edge/telemetry/), started only when the
@@ -54,21 +54,21 @@ export const enterSpan = (c: TraceSlots, tracer: Tracer, parent: OtelContext, sp
  * stage's backend call is its child); the stages after it see the request's again. When the
  * request is not traced the stage runs bare.
  */
-export const traced = (name: string, middleware: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> => {
+export const traced = <V extends object>(name: string, middleware: MiddlewareHandler<StageEnv<V>>): MiddlewareHandler<StageEnv<V>> => {
   const spanName = `edge.${name}`
-  const inSpan = async (c: Context<AppEnv>, next: Next, outer: Tracing) => {
+  const inSpan = async (c: Context<StageEnv<V>>, slots: TraceSlots, next: Next, outer: Tracing) => {
     const { tracer, context: parent } = outer
-    const outerTraceparent = c.get('traceparent')
+    const outerTraceparent = slots.get('traceparent')
     const span = tracer.startSpan(spanName, {}, parent)
     let open = true
     const close = (err?: unknown) => {
       if (!open) return
       open = false
       endSpan(span, err)
-      c.set('tracing', outer)
-      c.set('traceparent', outerTraceparent)
+      slots.set('tracing', outer)
+      slots.set('traceparent', outerTraceparent)
     }
-    enterSpan(c, tracer, parent, span)
+    enterSpan(slots, tracer, parent, span)
     try {
       const result = await middleware(c, () => {
         close()
@@ -82,8 +82,10 @@ export const traced = (name: string, middleware: MiddlewareHandler<AppEnv>): Mid
     }
   }
   return function traced(c, next) {
-    const outer = c.get('tracing')
-    return outer === undefined ? middleware(c, next) : inSpan(c, next, outer)
+    // Every stage runs after the trace stage, which sets these (the pipeline's order check).
+    const slots = c as unknown as Context<StageEnv<TraceVariables>>
+    const outer = slots.get('tracing')
+    return outer === undefined ? middleware(c, next) : inSpan(c, slots, next, outer)
   }
 }
 

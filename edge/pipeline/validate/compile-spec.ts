@@ -1,9 +1,15 @@
 import { z } from 'zod'
-import type { Feature, FeatureSpec } from '../../../shared/feature-spec.ts'
-import type { PredictInput } from './index.ts'
+import type { Feature, FeatureSpec, FeatureValue } from '../../../shared/feature-spec.ts'
 import type { FieldError } from '../../problem.ts'
 import { CONTROL, MAX_STRING_LENGTH, compileAcceptor } from './acceptor.ts'
 import { describeValue, formatPath, isRecord } from '../../format.ts'
+
+/** A predict request after normalization and validation against the model's feature spec. */
+export interface PredictInput {
+  instances: Array<Record<string, FeatureValue>>
+  /** Entity ids for feature enrichment, e.g. `{ user_id: "u-42" }`. */
+  entity?: Record<string, string>
+}
 
 export interface CompileOptions {
   /** Most instances one request may carry (default 64). */

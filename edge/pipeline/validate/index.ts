@@ -1,16 +1,11 @@
-import type { FeatureValue } from '../../../shared/feature-spec.ts'
-import type { EdgeSettings, Isolate } from '../../isolate.ts'
 import { Problem } from '../../problem.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { NormalizeVariables } from '../normalize/index.ts'
 import type { Stage } from '../stage.ts'
+import type { EdgeSettings } from '../../bindings.ts'
+import type { PredictInput, SchemaCache } from './compile-spec.ts'
 
-/** A predict request after normalization and validation against the model's feature spec. */
-export interface PredictInput {
-  instances: Array<Record<string, FeatureValue>>
-  /** Entity ids for feature enrichment, e.g. `{ user_id: "u-42" }`. */
-  entity?: Record<string, string>
-}
+export type { PredictInput } from './compile-spec.ts'
 
 export interface ValidateVariables {
   predict: PredictInput
@@ -18,7 +13,7 @@ export interface ValidateVariables {
 
 type ValidateNeeds = NormalizeVariables & {
   model: PredictableModel
-  isolate: Pick<Isolate, 'validators'> & { settings: Pick<EdgeSettings, 'maxInstances'> }
+  isolate: { validators: SchemaCache } & { settings: Pick<EdgeSettings, 'maxInstances'> }
 }
 
 export interface ValidateOptions {

@@ -1,7 +1,8 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../../edge/env.ts'
-import { Pipeline, mount, type Responder, type Stage } from '../../../edge/pipeline/stage.ts'
+import type { AppEnv } from '../../../edge/app.ts'
+import { Pipeline, mount } from '../../../edge/pipeline/pipeline.ts'
+import { type Responder, type Stage } from '../../../edge/pipeline/stage.ts'
 
 const sets = <K extends string>(key: K, value: string): Stage<object, Record<K, string>> =>
   async function setsKey(c, next) {

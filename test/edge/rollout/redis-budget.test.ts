@@ -6,7 +6,7 @@ import { rolloutSchema } from '../../../edge/rollout/rollout.ts'
 import { CachedRolloutStore } from '../../../edge/stores/rollouts/cached.ts'
 import { UpstashRolloutStore } from '../../../edge/stores/rollouts/upstash.ts'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS } from '../../../shared/upstash-client.ts'
-import { settingsFrom } from '../../../edge/isolate.ts'
+import { settingsFrom } from '../../../edge/bindings.ts'
 import { canaryRollout, FakeMonitorSource, MINUTE, T0 } from './support.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../faults/redis-slow.ts'
 

@@ -3,7 +3,7 @@ import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import type { HistoryEntry } from '../../../edge/stores/history/history-store.ts'
-import type { Bindings } from '../../../edge/env.ts'
+import type { Bindings } from '../../../edge/bindings.ts'
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import type { IsolateParts } from '../../../edge/isolate.ts'
 import { MemoryHistoryStore } from '../../../edge/stores/history/memory.ts'

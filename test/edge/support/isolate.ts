@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
 import type { FeatureSpec } from '../../../shared/feature-spec.ts'
-import type { AppEnv, Bindings } from '../../../edge/env.ts'
+import type { AppEnv } from '../../../edge/app.ts'
+import type { Bindings } from '../../../edge/bindings.ts'
 import { type IsolateParts, createIsolate } from '../../../edge/isolate.ts'
 import { isolate } from '../../../edge/pipeline/isolate/index.ts'
 import { Problem } from '../../../edge/problem.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import type { AppEnv } from '../../../edge/env.ts'
+import type { AppEnv } from '../../../edge/app.ts'
 import { auth } from '../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { isolateCache } from '../../../edge/isolate.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES, jsonBody } from '../../../../edge/pipeline/body/json-body.ts'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { givenIsolate } from '../../support/isolate.ts'
 import { onError } from '../../../../edge/on-error.ts'

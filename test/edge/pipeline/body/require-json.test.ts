@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
 import { givenIsolate } from '../../support/isolate.ts'
 import { onError } from '../../../../edge/on-error.ts'

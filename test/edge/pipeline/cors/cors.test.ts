@@ -1,7 +1,7 @@
 import { type Env, Hono, type MiddlewareHandler } from 'hono'
 import { cors as honoCors } from 'hono/cors'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { cors } from '../../../../edge/pipeline/cors/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { onError } from '../../../../edge/on-error.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { featureSpec, type FeatureSpec } from '../../../../shared/feature-spec.ts'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { CachedFeatureStore } from '../../../../edge/stores/features/cached.ts'
 import { CircuitBreaker } from '../../../../edge/backend-client/circuit-breaker.ts'
 import { enrich, entityGroups, FEATURES_DEGRADED_HEADER } from '../../../../edge/pipeline/enrich/index.ts'

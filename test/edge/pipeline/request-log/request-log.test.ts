@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { describe, expect, it, vi } from 'vitest'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { requestLog } from '../../../../edge/pipeline/request-log/index.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../../edge/app.ts'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv, AppVariables } from '../../../../edge/app.ts'
 import { createIsolate } from '../../../../edge/isolate.ts'
 import { isolate } from '../../../../edge/pipeline/isolate/index.ts'
 import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
@@ -85,7 +85,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
     const app = new Hono<AppEnv>()
     app.use('*', isolate({ isolateFor: () => createIsolate({} as never, { telemetry }) }))
     app.use('*', traceContext())
-    app.use('*', traced('outer', async (c, next) => {
+    app.use('*', traced<AppVariables>('outer', async (c, next) => {
       seen.outer = c.get('traceparent')
       await next()
       seen.afterNext = c.get('traceparent')
@@ -95,7 +95,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
       await new Promise((resolve) => setTimeout(resolve, 5))
       await next()
     })
-    app.get('/', traced('inner', async (c) => {
+    app.get('/', traced<AppVariables>('inner', async (c) => {
       seen.inner = c.get('traceparent')
       return c.text('ok')
     }))

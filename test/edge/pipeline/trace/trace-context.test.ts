@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv, AppVariables } from '../../../../edge/app.ts'
 import { isolateCache } from '../../../../edge/isolate.ts'
 import { isolate } from '../../../../edge/pipeline/isolate/index.ts'
 import { traceContext } from '../../../../edge/pipeline/trace/index.ts'
@@ -10,7 +10,7 @@ import { traced } from '../../../../edge/pipeline/trace/spans.ts'
 const app = new Hono<AppEnv>()
 app.use('*', isolate({ isolateFor: isolateCache() }))
 app.use('*', traceContext())
-app.get('/', traced('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('tracing') !== undefined })))
+app.get('/', traced<AppVariables>('answer', async (c) => c.json({ traceparent: c.get('traceparent'), traced: c.get('tracing') !== undefined })))
 const env = { OTEL_SERVICE_NAME: 'edge-test', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x', OTEL_TRACES_SAMPLER: 'always_on' }
 
 const get = async (traceparent?: string) => {

@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { FeatureSpec } from '../../../../shared/feature-spec.ts'
-import type { AppEnv } from '../../../../edge/env.ts'
+import type { AppEnv } from '../../../../edge/app.ts'
 import { normalize } from '../../../../edge/pipeline/normalize/index.ts'
 import { requestId } from '../../../../edge/pipeline/request-id/index.ts'
 import { requireJson } from '../../../../edge/pipeline/body/index.ts'
