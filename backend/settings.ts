@@ -6,52 +6,48 @@ import { DEFAULT_DRIFT_REDIS_TIMEOUT_MS } from './monitor/drift/count-store.ts'
 
 const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback)
 
-/** Process configuration, read once from the environment. */
+/**
+ * Process configuration, read once from the environment. Each variable's description is what
+ * docs/configuration.md says of it (`npm run docs:config` writes that table from this schema).
+ */
 export const settingsSchema = z.object({
-  PORT: intFromEnv(8000),
-  HOST: z.string().default('127.0.0.1'),
-  /** Which process this is, in the health answers (a launcher confirms it reached its own child); a fresh UUID when unset. */
-  INSTANCE_ID: z.string().min(1).default(() => randomUUID()),
-  MODEL_REPOSITORY: z.string().default('./models'),
-  /** Bearer token for the repository API; unset disables it. */
-  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
-  /** Bearer token the edge sends on infer and metadata calls; unset leaves them open (health and /metrics always are). */
-  INFER_TOKEN: z.string().min(16, 'INFER_TOKEN must be at least 16 characters').optional(),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  /** Estimated resident size of loaded models beyond which the least recently used is unloaded. */
-  MODEL_MEMORY_BUDGET_MB: intFromEnv(2048, 1),
-  MAX_BODY_BYTES: intFromEnv(8 * 1024 * 1024, 1),
-  /** Largest batch dimension one request may carry (bigger ones are split into batches). */
-  MAX_REQUEST_ROWS: intFromEnv(1024, 1),
-  SHUTDOWN_GRACE_MS: intFromEnv(25_000),
-  /**
-   * After SIGTERM: how long open connections are still answered (each answer closing its
-   * connection) before the listener closes and idle connections are dropped; ends early once
-   * none is open. Part of SHUTDOWN_GRACE_MS.
-   */
-  SHUTDOWN_DRAIN_MS: intFromEnv(5_000),
-  /** Lingering close: after an answer that refuses a body still arriving, how long it is read and dropped. */
-  LINGER_MS: intFromEnv(5_000),
-  /** Lingering close: most bytes read and dropped after that answer. */
-  LINGER_MAX_BYTES: intFromEnv(64 * 1024 * 1024),
-  /** `off` serves every request as its own run (for comparison); `on` uses each model's dynamic_batching. */
-  BATCHING: z.enum(['on', 'off']).default('on'),
-  /**
-   * Where sessions run: `worker` threads (a long run never holds the event loop), the `main`
-   * thread (no thread hop per batch), or `auto`: main for a version whose largest warm-up batch
-   * runs in at most EXECUTOR_MAIN_THREAD_MAX_US, threads otherwise.
-   */
-  EXECUTOR_PLACEMENT: z.enum(['auto', 'worker', 'main']).default('auto'),
-  EXECUTOR_MAIN_THREAD_MAX_US: intFromEnv(DEFAULT_MAIN_THREAD_MAX_US),
-  /** Upstash Redis REST endpoint and token: replicas merge their drift counts there. Unset: each process counts alone. */
-  UPSTASH_REDIS_REST_URL: z.url().optional(),
-  UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional(),
-  /** `off` skips drift counting on the hot path (for the benchmark's comparison); the drift routes then 404. */
-  DRIFT_MONITORING: z.enum(['on', 'off']).default('on'),
-  /** How often drift count deltas are sent to Redis. */
-  DRIFT_FLUSH_MS: intFromEnv(10_000, 1),
-  /** Longest wait for one drift-count call to Redis (flush, marker, read); slower fails that call. */
-  DRIFT_REDIS_TIMEOUT_MS: intFromEnv(DEFAULT_DRIFT_REDIS_TIMEOUT_MS, 1),
+  PORT: intFromEnv(8000).describe('listen port (`0` = any free port)'),
+  HOST: z.string().default('127.0.0.1').describe('listen address'),
+  INSTANCE_ID: z.string().min(1).default(() => randomUUID()).describe("this process's identity in `/v2/health/live` and `/ready` (a launcher confirms it reached its own child)").meta({ default: 'a fresh UUID' }),
+  MODEL_REPOSITORY: z.string().default('./models').describe('model repository root'),
+  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional().describe('Bearer token for the repository API (≥ 16 chars, not `INFER_TOKEN`); unset disables it'),
+  INFER_TOKEN: z
+    .string()
+    .min(16, 'INFER_TOKEN must be at least 16 characters')
+    .optional()
+    .describe(
+      'Bearer token the edge must send on every `/v2` call but health (≥ 16 chars): 401 `{"error"}` without it, compared in constant time, never logged; `/v2/health/*` and `/metrics` stay open (probes, Prometheus), the repository API keeps `ADMIN_TOKEN`. Unset leaves `/v2` open (local development only; `npm start` sets one per run)',
+    ),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info').describe(`${LOG_LEVELS.map((l) => `\`${l}\``).join(', ')}; JSON lines on stdout`),
+  MODEL_MEMORY_BUDGET_MB: intFromEnv(2048, 1).describe('estimated resident size of loaded models beyond which the least recently used is unloaded'),
+  MAX_BODY_BYTES: intFromEnv(8 * 1024 * 1024, 1).describe('request body limit (413)'),
+  MAX_REQUEST_ROWS: intFromEnv(1024, 1).describe('largest batch dimension of one request (bigger ones are split into batches)'),
+  SHUTDOWN_GRACE_MS: intFromEnv(25_000).describe('drain time allowed after SIGTERM'),
+  SHUTDOWN_DRAIN_MS: intFromEnv(5_000).describe(
+    'after SIGTERM: readiness off, open connections still answered (each answer closing its connection) for this long or until none is left, then the listener closes and idle connections are dropped; part of, and less than, `SHUTDOWN_GRACE_MS`',
+  ),
+  LINGER_MS: intFromEnv(5_000).describe('after an early answer (413, 401…) that refuses a body still arriving, how long the unread body is read and dropped before the socket closes, so clients that write the whole body first read the answer'),
+  LINGER_MAX_BYTES: intFromEnv(64 * 1024 * 1024).describe('most bytes read and dropped after such an answer'),
+  BATCHING: z.enum(['on', 'off']).default('on').describe("`on` uses each model's `dynamic_batching`; `off` runs every request alone (for comparison)"),
+  EXECUTOR_PLACEMENT: z
+    .enum(['auto', 'worker', 'main'])
+    .default('auto')
+    .describe(
+      "`worker`: sessions on worker threads (a long run never holds the event loop); `main`: on the event loop's thread (no thread hop per batch); `auto`: main when the version's largest warm-up batch runs within `EXECUTOR_MAIN_THREAD_MAX_US`, else worker threads (FP16 models always on workers)",
+    ),
+  EXECUTOR_MAIN_THREAD_MAX_US: intFromEnv(DEFAULT_MAIN_THREAD_MAX_US).describe('the longest largest-batch run `auto` lets hold the event loop'),
+  UPSTASH_REDIS_REST_URL: z.url().optional().describe('Upstash Redis REST endpoint: replicas merge their drift counts there (with the token; both or neither); unset, each process counts alone'),
+  UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional().describe('its token'),
+  DRIFT_MONITORING: z.enum(['on', 'off']).default('on').describe('`off` skips drift counting on the hot path (for the benchmark\'s comparison); the drift routes then 404'),
+  DRIFT_FLUSH_MS: intFromEnv(10_000, 1).describe('how often drift count deltas are sent to Redis'),
+  DRIFT_REDIS_TIMEOUT_MS: intFromEnv(DEFAULT_DRIFT_REDIS_TIMEOUT_MS, 1).describe(
+    'budget of each drift-count call to Redis (flush, read). A flush past it is in doubt and resent whole with its write id next round (applied once either way); a drift report past it answers 503 `{"error"}` with `Retry-After: 1`; the `/metrics` scrape leaves out the drift gauges it could not read; calls queued behind a failed one fail with it',
+  ),
 })
   .refine((s) => (s.UPSTASH_REDIS_REST_URL === undefined) === (s.UPSTASH_REDIS_REST_TOKEN === undefined), {
     message: 'set both UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or neither',

@@ -37,13 +37,13 @@ const list = (description: string) =>
 export const servingBindings = z.object({
   BACKEND_URL: text('Base URL of the inference backend, e.g. http://127.0.0.1:8000; unset, every inference call is a 503 saying so.'),
   ALLOWED_ORIGINS: list('Comma-separated origins allowed by CORS; empty allows none.'),
-  MAX_BODY_BYTES: positive(256 * 1024, 'Request body limit in bytes.', { whole: true }),
+  MAX_BODY_BYTES: positive(256 * 1024, 'Request body limit in bytes (413 past it).', { whole: true }),
   MAX_INSTANCES: positive(64, 'Most instances one predict request may carry.', { whole: true }),
-  FEATURE_TIMEOUT_MS: positive(25, 'Time budget of a feature-store read before defaults are used.'),
-  REDIS_TIMEOUT_MS: positive(DEFAULT_EDGE_REDIS_TIMEOUT_MS, 'Time budget of each other Redis call: rollout state, keys, history, request and normalization counts.'),
-  METRICS_FLUSH_MS: positive(1_000, 'Longest time request counts wait in an isolate before they are flushed to Redis.'),
+  FEATURE_TIMEOUT_MS: positive(25, 'Feature-store budget per read; past it, defaults and `X-Features-Degraded: 1`.'),
+  REDIS_TIMEOUT_MS: positive(DEFAULT_EDGE_REDIS_TIMEOUT_MS, 'Budget of every other Redis call on the request path: rollout state, API keys issued into Redis, rollout history, normalization counts. Past it: the last known rollout (or the default routing; one warning per spell, one line when Redis answers again), a key found in the isolate cache from there, else 503 with `Retry-After: 1` (never 401); the history and `/metrics` answer 503 with `Retry-After: 1`; a normalization count is given up (it runs after the response); a controller tick\'s write fails that model for this tick.'),
+  METRICS_FLUSH_MS: positive(1_000, 'Longest time an isolate holds request counts before adding them into Redis (with Upstash configured).'),
   // Under Prometheus's default 10 s scrape timeout, with room for the edge's own Redis reads.
-  METRICS_SCRAPE_TIMEOUT_MS: positive(3_000, "Longest wait of a `/metrics` scrape for the backend's figures (weights, quality); past it they are left out."),
+  METRICS_SCRAPE_TIMEOUT_MS: positive(3_000, "Longest a `/metrics` scrape waits for the backend's figures (weights, quality); past it they are left out, the edge's own counts are always served."),
   FEEDBACK_MODELS: z
     .string()
     .optional()
@@ -61,17 +61,17 @@ export const servingBindings = z.object({
     .meta({ default: 'edge-infer-edge' }),
   OTEL_TRACES_SAMPLER: text('always_on, always_off, traceidratio, or parentbased_ any of them (default parentbased_always_on).'),
   OTEL_TRACES_SAMPLER_ARG: text('The traceidratio sampler’s ratio in [0, 1] (default 1).'),
-  ALERT_WEBHOOK_URL: text('Where each rollout controller decision is POSTed as JSON; unset posts nothing.'),
-  LAMBDA_FUNCTION: text('Lambda CPU tier used when the backend is saturated or down; unset disables the fallback. Needs LAMBDA_REGION and the AWS credentials.'),
+  ALERT_WEBHOOK_URL: text('Where each rollout controller decision is POSTed as JSON (4 attempts with backoff, in `waitUntil`, never blocking the tick); unset posts nothing.'),
+  LAMBDA_FUNCTION: text('The CPU fallback tier: when the backend answers 503/429 or its circuit is open, the same call goes to the backend\'s Lambda handler (`X-Served-By: lambda`). Needs `LAMBDA_REGION` and the AWS credentials; unset disables the fallback.'),
   LAMBDA_REGION: text('Region of LAMBDA_FUNCTION.'),
   LAMBDA_ENDPOINT: text('Local Lambda Invoke endpoint (dev and tests); production uses the regional endpoint.'),
 })
 
 /** Secrets (`wrangler secret put`): never in wrangler.toml. */
 export const secretBindings = z.object({
-  API_KEYS: text('JSON array of API key entries (hashes only).'),
-  INFER_TOKEN: text("The backend's `INFER_TOKEN`, sent on every call to it; unset sends none."),
-  UPSTASH_REDIS_REST_URL: text('Upstash Redis REST endpoint; with the token, state every isolate shares lives there, else in each isolate.'),
+  API_KEYS: text('JSON array of `{name, hash, scopes, rate_limit_per_minute, tenant?}` (hashes only; `npm run keys:create` makes one).'),
+  INFER_TOKEN: text("The backend's `INFER_TOKEN`, sent as `Authorization: Bearer` on every call to it; required in staging and production (their backend is a public Tunnel hostname). A backend that refuses it answers the client 502 `backend-refused` (no retry cures it)."),
+  UPSTASH_REDIS_REST_URL: text('Upstash Redis REST endpoint (with the token): entity features, shared rate limits (a sliding log in Lua), rollout state, issued keys, counts and served records; unset, embedded demo features (`edge/stores/features/demo-seed.json`) and per-isolate state.'),
   UPSTASH_REDIS_REST_TOKEN: text('Upstash Redis REST token.'),
   AWS_ACCESS_KEY_ID: text('Credentials for the Lambda client (Workers have no ambient AWS identity).'),
   AWS_SECRET_ACCESS_KEY: text('Secret of AWS_ACCESS_KEY_ID.'),
