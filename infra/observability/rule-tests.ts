@@ -1,4 +1,4 @@
-import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
 import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { BACKEND_JOB, LATENCY_SLO, allAlerts, type AlertRule } from './rules.ts'
 

@@ -1,4 +1,4 @@
-import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
 import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { defaultConfig } from '../k8s/config.ts'
 

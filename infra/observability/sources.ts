@@ -1,5 +1,5 @@
-import { NORMALIZATION_FIXES_METRIC, NORMALIZED_METRIC } from '../../edge/pipeline/normalize/metrics.ts'
-import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/pipeline/request-metrics/exposition.ts'
+import { NORMALIZATION_FIXES_METRIC, NORMALIZED_METRIC } from '../../edge/exposition/normalization.ts'
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/exposition/requests.ts'
 
 /**
  * Where the series the rules and the dashboard read come from, beyond the backend's own

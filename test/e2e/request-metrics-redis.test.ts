@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
-import { REQUEST_METRICS_HASH } from '../../../../edge/stores/tallies/tally.ts'
-import { applicant } from '../../../backend/support/applicants.ts'
-import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
-import { startWorker, type RunningWorker } from '../../support/workerd.ts'
-import { expectConsistentHistograms } from './histograms.ts'
-import { promtoolCheckMetrics } from './promtool.ts'
-import { samplesOf, total } from './samples.ts'
+import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
+import { REQUEST_METRICS_HASH } from '../../edge/stores/tallies/tally.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
+import { until } from '../backend/support/backend-process.ts'
+import type { UpstashRedis } from '../dev/support/upstash-redis.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient } from '../support/client.ts'
+import { startStack, type Stack } from '../support/stack.ts'
+import { expectConsistentHistograms } from '../edge/pipeline/request-metrics/histograms.ts'
+import { promtoolCheckMetrics } from '../edge/pipeline/request-metrics/promtool.ts'
+import { samplesOf, total } from '../edge/pipeline/request-metrics/samples.ts'
 
 /**
  * Two bundled workers in real workerd — two isolates — on one real redis-server behind the
@@ -19,23 +20,13 @@ import { samplesOf, total } from './samples.ts'
 
 const TOKEN = 'request-metrics-redis-test-token-01'
 const MODEL = 'credit-risk'
-let backend: BackendProcess
+let stack: Stack
 let upstash: UpstashRedis
 let a: RunningWorker
 let b: RunningWorker
-const keys = { web: generateApiKey('test'), ops: generateApiKey('test') }
+const keys = { web: '', ops: '' }
 
-const instance = (i: number) => {
-  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
-  return request
-}
-
-const predict = (worker: RunningWorker, user: string) =>
-  fetch(`${worker.url}/v1/models/${MODEL}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': keys.web },
-    body: JSON.stringify({ instances: [instance(1)], entity: { user_id: user } }),
-  })
+const predict = (worker: RunningWorker, user: string) => edgeClient(worker.url, { key: keys.web }).predict([demoApplicant(1)], { model: MODEL, entity: { user_id: user } })
 
 const scrape = async (worker: RunningWorker) => {
   const res = await fetch(`${worker.url}/metrics`, { headers: { 'x-api-key': keys.ops } })
@@ -45,22 +36,24 @@ const scrape = async (worker: RunningWorker) => {
 const ok = { model: MODEL, version: '2', variant: 'stable', code: '200', served_by: 'backend' }
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 6_000 },
-    { name: 'ops', hash: await hashApiKey(keys.ops), scopes: ['admin'], rate_limit_per_minute: 6_000 },
-  ]
-  const bindings = { BACKEND_URL: backend.url, API_KEYS: JSON.stringify(entries), UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, REDIS_TIMEOUT_MS: '1000' }
-  a = await startWorker({ ...bindings, METRICS_FLUSH_MS: '3600000' })
-  b = await startWorker({ ...bindings, METRICS_FLUSH_MS: '100' })
+  // Only the workers count into Redis; the stack starts A, and B beside it on the same bindings.
+  const started = await startStack({
+    redis: { token: TOKEN, commandTimeoutMs: 2_000, backend: false },
+    keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 6_000 }, { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 6_000 }],
+    worker: { REDIS_TIMEOUT_MS: '1000', METRICS_FLUSH_MS: '3600000' },
+  })
+  stack = started
+  ;({ upstash, worker: a } = started)
+  keys.web = stack.keys.web!
+  keys.ops = stack.keys.ops!
+  b = await startWorker({
+    BACKEND_URL: stack.backend.url, API_KEYS: stack.apiKeys, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, REDIS_TIMEOUT_MS: '1000', METRICS_FLUSH_MS: '100',
+  })
 })
 
 afterAll(async () => {
-  await a?.dispose()
   await b?.dispose()
-  await upstash?.stop()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('edge request metrics summed across isolates in Redis', () => {
@@ -80,11 +73,10 @@ describe('edge request metrics summed across isolates in Redis', () => {
   })
 
   it('counts a rollout change made through one isolate in the other\'s exposition', async () => {
-    const admin = { 'x-api-key': keys.ops }
-    const url = `${a.url}/v1/models/${MODEL}/rollout`
-    const etag = (await fetch(url, { headers: admin })).headers.get('etag')!
+    const admin = edgeClient(a.url, { key: keys.ops })
+    const etag = (await admin.rollout.get(MODEL)).headers.get('etag')!
     const rollout = { salt: MODEL, arms: [{ variant: 'stable', version: 2, weight: 100 }] }
-    const put = await fetch(url, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag }, body: JSON.stringify({ rollout }) })
+    const put = await admin.rollout.put({ rollout }, etag, MODEL)
     expect(put.status).toBe(200)
     // Flushed with the history append, not at A's (hour-long) interval.
     expect(total(samplesOf((await scrape(b)).text), DECISIONS_METRIC, { model: MODEL, action: 'manual' })).toBe(1)

@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
-import { DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC, DECISIONS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
-import { startLambdaEndpoint, type LambdaEndpoint } from '../../../../dev/lambda-endpoint/server.ts'
-import { applicant, creditRequest } from '../../../backend/support/applicants.ts'
-import { startBackend, until, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { DEMO_REPOSITORY } from '../../../backend/support/fixture-repository.ts'
-import { setProcessEnv } from '../../../support/process-env.ts'
-import { startWorker, type RunningWorker } from '../../support/workerd.ts'
-import { promtoolCheckMetrics } from './promtool.ts'
-import { type Sample, matching, samplesOf, total } from './samples.ts'
-import { expectConsistentHistograms } from './histograms.ts'
+import { DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC, DECISIONS_METRIC } from '../../edge/exposition/requests.ts'
+import { startLambdaEndpoint, type LambdaEndpoint } from '../../dev/lambda-endpoint/server.ts'
+import { demoApplicant as instance } from '../../dev/demo-applicant.ts'
+import { creditRequest } from '../backend/support/applicants.ts'
+import { until } from '../backend/support/backend-process.ts'
+import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
+import { edgeClient, type EdgeClient, type Schemas } from '../support/client.ts'
+import { setProcessEnv } from '../support/process-env.ts'
+import { startStack, type Stack } from '../support/stack.ts'
+import { promtoolCheckMetrics } from '../edge/pipeline/request-metrics/promtool.ts'
+import { type Sample, matching, samplesOf, total } from '../edge/pipeline/request-metrics/samples.ts'
+import { expectConsistentHistograms } from '../edge/pipeline/request-metrics/histograms.ts'
 
 /**
  * The bundled worker in real workerd without Redis (each isolate counts its own), against the
@@ -20,25 +21,16 @@ import { expectConsistentHistograms } from './histograms.ts'
 const MODEL = 'credit-risk'
 const FUNCTION = 'edge-infer-cpu'
 let restoreEnv: (() => void) | undefined
-let backend: BackendProcess
+let stack: Stack
 let endpoint: LambdaEndpoint
-let worker: RunningWorker
-const keys = { web: generateApiKey('test'), tight: generateApiKey('test'), ops: generateApiKey('test') }
-
-const instance = (i: number) => {
-  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
-  return request
-}
-
-const predict = (key: string | undefined, body: unknown, headers: Record<string, string> = {}, model = MODEL) =>
-  fetch(`${worker.url}/v1/models/${model}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}), ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  })
+/** Clients holding each key, and one holding none. */
+let web: EdgeClient
+let tight: EdgeClient
+let ops: EdgeClient
+let anonymous: EdgeClient
 
 const scrape = async (): Promise<{ text: string; samples: Sample[] }> => {
-  const res = await fetch(`${worker.url}/metrics`, { headers: { 'x-api-key': keys.ops } })
+  const res = await fetch(`${stack.worker.url}/metrics`, { headers: { 'x-api-key': stack.keys.ops! } })
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8')
   const text = await res.text()
@@ -47,28 +39,25 @@ const scrape = async (): Promise<{ text: string; samples: Sample[] }> => {
 
 beforeAll(async () => {
   restoreEnv = setProcessEnv({ MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' })
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 6_000 },
-    { name: 'tight', hash: await hashApiKey(keys.tight), scopes: ['predict'], rate_limit_per_minute: 1 },
-    { name: 'ops', hash: await hashApiKey(keys.ops), scopes: ['admin'], rate_limit_per_minute: 6_000 },
-  ]
-  worker = await startWorker({
-    BACKEND_URL: backend.url,
-    API_KEYS: JSON.stringify(entries),
+  stack = await startStack({ keys: [
+    { name: 'web', scopes: ['predict'], rate_limit_per_minute: 6_000 },
+    { name: 'tight', scopes: ['predict'], rate_limit_per_minute: 1 },
+    { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 6_000 },
+  ], worker: {
     MAX_BODY_BYTES: '4096',
     LAMBDA_FUNCTION: FUNCTION,
     LAMBDA_REGION: 'eu-west-1',
     LAMBDA_ENDPOINT: endpoint.url,
     AWS_ACCESS_KEY_ID: 'AKIDLOCALTEST',
     AWS_SECRET_ACCESS_KEY: 'local-secret-access-key',
-  })
+  } })
+  ;[web, tight, ops] = ['web', 'tight', 'ops'].map((name) => edgeClient(stack.worker.url, { key: stack.keys[name]! }))
+  anonymous = edgeClient(stack.worker.url)
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
   await endpoint?.close()
   restoreEnv?.()
 })
@@ -79,20 +68,18 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
   let shadowed = 0
 
   it('counts a 50/50 canary split per arm, pinned requests apart, and every shadow call', async () => {
-    const admin = { 'x-api-key': keys.ops }
-    const url = `${worker.url}/v1/models/${MODEL}/rollout`
-    const etag = (await fetch(url, { headers: admin })).headers.get('etag')!
+    const etag = (await ops.rollout.get(MODEL)).headers.get('etag')!
     const rollout = {
       salt: 'metrics-test',
       arms: [{ variant: 'stable', version: 2, weight: 50 }, { variant: 'canary', version: 1, weight: 50 }],
       canary: { variant: 'canary', baseline_variant: 'stable' },
       shadow: { version: 1, percent: 100 },
     }
-    const put = await fetch(url, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag }, body: JSON.stringify({ rollout }) })
+    const put = await ops.rollout.put({ rollout }, etag, MODEL)
     expect(put.status).toBe(200)
 
     for (let i = 0; i < 30; i++) {
-      const res = await predict(keys.web, { instances: [instance(i)], entity: { user_id: `u-split-${i}` } })
+      const res = await web.predict([instance(i)], { entity: { user_id: `u-split-${i}` } })
       expect(res.status).toBe(200)
       expect(res.headers.get('x-served-by')).toBe('backend')
       const key = `${res.headers.get('x-model-version')} ${res.headers.get('x-variant')}`
@@ -103,7 +90,7 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
     expect(served.get('1 canary')).toBeGreaterThan(0)
     shadowed = served.get('2 stable')!
     for (let i = 0; i < 3; i++) {
-      const res = await predict(keys.web, { instances: [instance(i)], entity: { user_id: `u-pin-${i}` } }, { 'x-model-version': '1' })
+      const res = await web.predict([instance(i)], { entity: { user_id: `u-pin-${i}` }, version: 1 })
       expect(res.status).toBe(200)
       expect(res.headers.get('x-variant')).toBe('canary')
     }
@@ -124,15 +111,16 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
   })
 
   it('counts refusals as answered by the edge, and collapses model names the catalog never described', async () => {
+    // Over MAX_BODY_BYTES with a field the document does not have: sent raw.
     const big = JSON.stringify({ instances: [instance(1)], pad: 'x'.repeat(8_000) })
     const answers = [
-      await predict(undefined, { instances: [instance(1)] }),
-      await predict(undefined, { instances: [instance(1)] }, {}, 'made-up-model-1'),
-      await predict(undefined, { instances: [instance(1)] }, {}, 'made-up-model-2'),
-      await predict(keys.web, { instances: [instance(1)] }, {}, 'made-up-model-3'),
-      await predict(keys.web, big),
-      await predict(keys.tight, { instances: [instance(1)], entity: { user_id: 'u-tight' } }),
-      await predict(keys.tight, { instances: [instance(1)], entity: { user_id: 'u-tight' } }),
+      await anonymous.predict([instance(1)]),
+      await anonymous.predict([instance(1)], { model: 'made-up-model-1' }),
+      await anonymous.predict([instance(1)], { model: 'made-up-model-2' }),
+      await web.predict([instance(1)], { model: 'made-up-model-3' }),
+      await fetch(`${stack.worker.url}/v1/models/${MODEL}/predict`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': stack.keys.web! }, body: big }),
+      await tight.predict([instance(1)], { entity: { user_id: 'u-tight' } }),
+      await tight.predict([instance(1)], { entity: { user_id: 'u-tight' } }),
     ]
     expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 404, 413, 200, 429])
     const { samples } = await scrape()
@@ -161,9 +149,7 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
   it('counts tensor requests on the Open Inference Protocol route as served by the backend', async () => {
     const before = total((await scrape()).samples, REQUESTS_METRIC, { model: MODEL, version: '2', variant: 'pinned', code: '200', served_by: 'backend' })
     for (let i = 0; i < 2; i++) {
-      const res = await fetch(`${worker.url}/v2/models/${MODEL}/versions/2/infer`, {
-        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': keys.web }, body: JSON.stringify(creditRequest(1, i)),
-      })
+      const res = await web.predictTensor(creditRequest(1, i) as Schemas['InferRequest'], { model: MODEL, version: 2 })
       expect(res.status).toBe(200)
       expect(res.headers.get('x-served-by')).toBe('backend')
     }
@@ -172,9 +158,9 @@ describe('edge request metrics in workerd (one isolate, no Redis)', () => {
   })
 
   it('counts answers from the Lambda tier as served_by="lambda"', async () => {
-    await backend.stop()
+    await stack.backend.stop()
     for (let i = 0; i < 2; i++) {
-      const res = await predict(keys.web, { instances: [instance(i)], entity: { user_id: `u-split-${i}` } })
+      const res = await web.predict([instance(i)], { entity: { user_id: `u-split-${i}` } })
       expect(res.status).toBe(200)
       expect(res.headers.get('x-served-by')).toBe('lambda')
     }

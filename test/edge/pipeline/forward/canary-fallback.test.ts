@@ -3,7 +3,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@open
 import { describe, expect, it } from 'vitest'
 import { type FallbackSlots, fallbackReason, withCanaryFallback } from '../../../../edge/pipeline/forward/canary-fallback.ts'
 import { BackendRefusal, deadlinePassed, tierRefusal } from '../../../../edge/backend-client/http.ts'
-import { requestMetricsExposition } from '../../../../edge/pipeline/request-metrics/exposition.ts'
+import { requestMetricsExposition } from '../../../../edge/exposition/requests.ts'
 import { RequestMetrics } from '../../../../edge/stores/tallies/tally.ts'
 import { NonFiniteOutput } from '../../../../edge/pipeline/respond/predictions.ts'
 import { type RoutedAssignment, fallbackFor } from '../../../../edge/pipeline/route/index.ts'

@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import { DURATION_METRIC, REQUESTS_METRIC } from '../../../../edge/pipeline/request-metrics/exposition.ts'
+import { DURATION_METRIC, REQUESTS_METRIC } from '../../../../edge/exposition/requests.ts'
 import { type Sample, matching, total } from './samples.ts'
 
 const SERIES_LABELS = ['model', 'version', 'variant'] as const

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { requestMetricsExposition } from '../../../../edge/pipeline/request-metrics/exposition.ts'
+import { requestMetricsExposition } from '../../../../edge/exposition/requests.ts'
 import { RequestMetrics, type SharedTally, type Tally } from '../../../../edge/stores/tallies/tally.ts'
 import { samplesOf, total } from '../../pipeline/request-metrics/samples.ts'
 

@@ -1,6 +1,6 @@
 import type { QualityFigures } from '../../shared/quality.ts'
-import { labelValue } from '../pipeline/normalize/metrics.ts'
-import type { VersionQuality } from './quality-routes.ts'
+import { labelValue } from './text.ts'
+import type { VersionQuality } from '../quality/model-quality.ts'
 
 /** The window the scrape's quality gauges cover. */
 export const SCRAPE_WINDOW_MINUTES = 60

@@ -1,5 +1,5 @@
-import { labelValue } from '../normalize/metrics.ts'
-import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, FEEDBACK, REQUESTS, SUM_US, type Tally, field, fieldParts } from '../../stores/tallies/tally.ts'
+import { labelValue } from './text.ts'
+import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, FEEDBACK, REQUESTS, SUM_US, type Tally, field, fieldParts } from '../stores/tallies/tally.ts'
 
 /** One arm's share of a model's traffic, as the rollout store holds it at scrape time. */
 export interface ArmWeight {

@@ -1,10 +1,8 @@
-import { NORMALIZATION_FIXES, NORMALIZED, type Tally, fieldParts } from '../../stores/tallies/tally.ts'
+import { labelValue } from './text.ts'
+import { NORMALIZATION_FIXES, NORMALIZED, type Tally, fieldParts } from '../stores/tallies/tally.ts'
 
 export const NORMALIZED_METRIC = 'edge_input_normalized_requests_total'
 export const NORMALIZATION_FIXES_METRIC = 'edge_input_normalization_fixes_total'
-
-/** A label value escaped for the text exposition. */
-export const labelValue = (value: string): string => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
 
 /**
  * Prometheus text exposition of the input-normalization counts per API key, from the request
