@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
-import { generateApiKey, hashApiKey } from '../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../edge/stores/keys/api-key.ts'
 import { featureKey } from '../edge/stores/features/feature-store.ts'
 import seed from '../edge/stores/features/demo-seed.json' with { type: 'json' }
 import { portFromEnv } from './server-process.ts'

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
-import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/pipeline/auth/api-key.ts'
+import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/stores/keys/api-key.ts'
 import { KeyConfigError, parseApiKeys } from '../../edge/stores/keys/key-store.ts'
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { minuteOf } from '../../shared/drift/report.ts'
 import { createApp } from '../../edge/app.ts'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { FallbackTransport } from '../../edge/backend-client/fallback.ts'
 import { HttpTransport } from '../../edge/backend-client/http.ts'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../edge/app.ts'
 import { settingsFrom } from '../../edge/bindings.ts'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { startStubBackend, type StubBackend } from './support/stub-backend.ts'
 

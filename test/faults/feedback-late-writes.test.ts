@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../edge/app.ts'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../edge/stores/keys/memory.ts'
 import { UpstashGroundTruth } from '../../edge/stores/ground-truth/upstash.ts'
 import { minuteOf } from '../../shared/drift/report.ts'

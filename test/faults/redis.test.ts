@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey, type KeyEntry } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey, type KeyEntry } from '../../edge/stores/keys/api-key.ts'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
 import { DEFAULT_DRIFT_REDIS_TIMEOUT_MS } from '../../backend/monitor/drift/count-store.ts'
 import { startUpstashAdapter, type UpstashAdapter } from '../../dev/upstash-adapter/server.ts'

@@ -1,5 +1,5 @@
 import type { Context } from 'hono'
-import { type Scope, hashApiKey, isApiKey } from './api-key.ts'
+import { type Scope, hashApiKey, isApiKey } from '../../stores/keys/api-key.ts'
 import { Problem } from '../../problem.ts'
 import type { Stage } from '../stage.ts'
 import type { KeyStore } from '../../stores/keys/key-store.ts'

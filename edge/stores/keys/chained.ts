@@ -1,4 +1,4 @@
-import type { KeyEntry } from '../../pipeline/auth/api-key.ts'
+import type { KeyEntry } from './api-key.ts'
 import type { KeyStore } from './key-store.ts'
 import { MemoryKeyStore } from './memory.ts'
 

@@ -1,4 +1,4 @@
-import { type KeyEntry, apiKeysSchema } from '../../pipeline/auth/api-key.ts'
+import { type KeyEntry, apiKeysSchema } from './api-key.ts'
 
 /** Where the edge looks up API keys by their SHA-256 hex digest. */
 export interface KeyStore {

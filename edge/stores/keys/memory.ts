@@ -1,4 +1,4 @@
-import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from '../../pipeline/auth/api-key.ts'
+import { type KeyEntry, apiKeysSchema, digestFromHex, timingSafeEqual } from './api-key.ts'
 import { KeyConfigError, type KeyStore, formatPath, parseApiKeys } from './key-store.ts'
 
 /**

@@ -1,6 +1,6 @@
 import type { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
-import { type KeyEntry, keyEntrySchema } from '../../pipeline/auth/api-key.ts'
+import { type KeyEntry, keyEntrySchema } from './api-key.ts'
 import type { KeyStore } from './key-store.ts'
 import { Problem } from '../../problem.ts'
 

@@ -1,5 +1,5 @@
 import { createApp } from '../../../edge/app.ts'
-import type { KeyEntry } from '../../../edge/pipeline/auth/api-key.ts'
+import type { KeyEntry } from '../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import type { BackendModelMetadata } from '../../../edge/backend-client/transport.ts'

@@ -7,7 +7,7 @@ import { backendStatsRoutes, backendStatsOf } from '../../../edge/console/backen
 import type { BackendStats } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/app.ts'
 import { onError } from '../../../edge/on-error.ts'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { demoApplicant } from '../../../dev/demo-applicant.ts'
 import { parsePrometheusText } from '../../../shared/prometheus-text.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'

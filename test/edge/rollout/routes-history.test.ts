@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import { createController } from '../../../edge/rollout/controller.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { until } from '../../backend/support/backend-process.ts'
 import { startWorker, type RunningWorker } from '../support/workerd.ts'
 

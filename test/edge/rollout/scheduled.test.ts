@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import type { HistoryEntry } from '../../../edge/stores/history/history-store.ts'

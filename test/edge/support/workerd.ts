@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { bundledWorkerOptions } from '../../../dev/workerd.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 

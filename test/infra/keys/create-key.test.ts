@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/pipeline/auth/api-key.ts'
+import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/stores/keys/api-key.ts'
 import type { AppEnv } from '../../../edge/app.ts'
 import { auth } from '../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../edge/on-error.ts'

@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import type { AppEnv } from '../../../../edge/app.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'

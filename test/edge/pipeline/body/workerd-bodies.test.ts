@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../../edge/stores/keys/api-key.ts'
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 
 // Bodies that are not what they claim, sent byte for byte to the bundled worker in real workerd

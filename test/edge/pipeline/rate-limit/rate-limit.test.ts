@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import type { AppEnv } from '../../../../edge/app.ts'
 import { auth } from '../../../../edge/pipeline/auth/index.ts'

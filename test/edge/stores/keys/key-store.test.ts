@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { type KeyEntry, generateApiKey, hashApiKey } from '../../../../edge/pipeline/auth/api-key.ts'
+import { type KeyEntry, generateApiKey, hashApiKey } from '../../../../edge/stores/keys/api-key.ts'
 import { KeyConfigError, parseApiKeys } from '../../../../edge/stores/keys/key-store.ts'
 import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import type { AppEnv } from '../../../../edge/app.ts'

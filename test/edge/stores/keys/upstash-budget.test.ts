@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/stores/keys/api-key.ts'
 import { UpstashKeyStore } from '../../../../edge/stores/keys/upstash.ts'
 import { settledAfter, slowRedis, useFakeTimersPerTest } from '../../../faults/redis-slow.ts'
 

@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey, type KeyEntry } from '../../../../edge/stores/keys/api-key.ts'
 import { keyStoreFrom } from '../../../../edge/stores/keys/chained.ts'
 import { API_KEYS_HASH, UpstashKeyStore } from '../../../../edge/stores/keys/upstash.ts'
 import type { AppEnv } from '../../../../edge/app.ts'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   apiKeysSchema, bytesToHex, digestApiKey, digestFromHex, generateApiKey, hashApiKey, isApiKey, keyEntrySchema, timingSafeEqual,
-} from '../../../../edge/pipeline/auth/api-key.ts'
+} from '../../../../edge/stores/keys/api-key.ts'
 
 const entry = { name: 'web', hash: 'a'.repeat(64), scopes: ['predict'], rate_limit_per_minute: 600 }
 
