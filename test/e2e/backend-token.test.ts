@@ -1,38 +1,35 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { applicant } from '../backend/support/applicants.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
+import type { BackendProcess } from '../backend/support/backend-process.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient } from '../support/client.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 // The edge authenticates to the backend with INFER_TOKEN: both tiers real, the worker in workerd.
 const token = randomBytes(24).toString('base64url')
+let stack: Stack
 let backend: BackendProcess
 let withToken: RunningWorker
 let withoutToken: RunningWorker
 let key: string
 
-const predict = (worker: RunningWorker) => {
-  const { account_age_months: _a, num_products: _n, ...instance } = applicant(1)
-  return fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ instances: [instance], entity: { user_id: 'u-1' } }),
-  })
-}
+const predict = (worker: RunningWorker) => edgeClient(worker.url, { key }).predict([demoApplicant(1)], { entity: { user_id: 'u-1' } })
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models', LOG_LEVEL: 'debug', INFER_TOKEN: token })
-  key = generateApiKey('test')
-  const keys = JSON.stringify([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict', 'admin'], rate_limit_per_minute: 600 }])
-  withToken = await startWorker({ BACKEND_URL: backend.url, API_KEYS: keys, INFER_TOKEN: token })
-  withoutToken = await startWorker({ BACKEND_URL: backend.url, API_KEYS: keys })
+  stack = await startStack({
+    backend: { LOG_LEVEL: 'debug', INFER_TOKEN: token },
+    keys: [{ name: 'web', scopes: ['predict', 'admin'], rate_limit_per_minute: 600 }],
+    worker: { INFER_TOKEN: token },
+  })
+  ;({ backend, worker: withToken } = stack)
+  key = stack.keys.web!
+  withoutToken = await startWorker({ BACKEND_URL: backend.url, API_KEYS: stack.apiKeys })
 })
 
 afterAll(async () => {
-  await withToken?.dispose()
   await withoutToken?.dispose()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('the edge → backend path with INFER_TOKEN', () => {

@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
-import { escapeHtml, servePage, type StaticPage } from './support/static-page.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { escapeHtml, servePage, type StaticPage } from '../edge/support/static-page.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 /**
  * A real browser against the real edge: headless Chromium loads a page from one loopback origin
@@ -22,7 +21,7 @@ const CHROMIUM_ARGS = [
 ]
 const WAIT = { timeout: 30_000 }
 
-let backend: BackendProcess | undefined
+let stack: Stack | undefined
 let worker: RunningWorker | undefined
 let allowed: StaticPage | undefined
 let blocked: StaticPage | undefined
@@ -104,10 +103,12 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'edge-browser-'))
   allowed = await servePage(() => clientPage('Credit risk — allowed origin'))
   blocked = await servePage(() => clientPage('Credit risk — other origin'))
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  key = generateApiKey('test')
-  const entry = { name: 'browser', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 }
-  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), ALLOWED_ORIGINS: allowed.origin, MAX_INSTANCES: '64' })
+  stack = await startStack({
+    keys: [{ name: 'browser', scopes: ['predict'], rate_limit_per_minute: 600 }],
+    worker: { ALLOWED_ORIGINS: allowed.origin, MAX_INSTANCES: '64' },
+  })
+  worker = stack.worker
+  key = stack.keys.browser!
   // A fresh profile of our own (Playwright refuses --user-data-dir in args; this is its way).
   browser = await chromium.launchPersistentContext(join(scratch, 'profile'), { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
 })
@@ -115,8 +116,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await Promise.allSettled([allowed?.close(), blocked?.close()])
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
   if (scratch) await rm(scratch, { recursive: true, force: true })
 })
 

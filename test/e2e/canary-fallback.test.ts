@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import { assignArm, type Rollout } from '../../edge/rollout/rollout.ts'
 import { generateApplicants } from '../../tools/training/applicants.ts'
@@ -9,8 +9,8 @@ import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { sendPinnedTraffic } from '../../dev/canary-traffic.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
-import { promtoolCheckMetrics } from './pipeline/request-metrics/promtool.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { promtoolCheckMetrics } from '../edge/pipeline/request-metrics/promtool.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 
 /**
  * A failing canary that no client sees, end to end: the bundled worker in real workerd, the real

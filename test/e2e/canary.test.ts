@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import type { Applicant } from '../../tools/training/applicants.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
-import { startReceiver, type Receiver } from './rollout/receiver.ts'
+import { startReceiver, type Receiver } from '../edge/rollout/receiver.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 
 /**
  * The rollout controller end to end: the bundled worker in real workerd (its scheduled handler

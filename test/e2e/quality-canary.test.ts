@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { listen, readBody } from '../../dev/http-server.ts'
@@ -8,7 +8,7 @@ import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { type LabelledAnswer, ROWS_PER_REQUEST, canaryRollout, sendFeedback, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
 import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 
 /**
  * What only the edge can see, end to end: the bundled worker in real workerd, the real backend

@@ -1,13 +1,13 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../../edge/pipeline/auth/api-key.ts'
-import type { Rollout } from '../../../edge/rollout/rollout.ts'
-import { startBackend, until, type BackendProcess } from '../../backend/support/backend-process.ts'
-import { applicant } from '../../backend/support/applicants.ts'
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.ts'
-import { freePort } from '../../support/ports.ts'
-import { startWorker, type RunningWorker } from '../support/workerd.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
+import { until, type BackendProcess } from '../backend/support/backend-process.ts'
+import { edgeClient } from '../support/client.ts'
+import { startStack, type Stack } from '../support/stack.ts'
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts'
+import { freePort } from '../support/ports.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 
 /** A collector that takes each export and never answers it: the headers of each, and how many the worker gave up on. */
 interface StalledCollector {
@@ -41,27 +41,17 @@ const startStalledCollector = async (): Promise<StalledCollector> => {
 const SECRET_HEADER = 'Bearer otlp-secret-7f3a'
 const STAGES = ['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward']
 
+let stack: Stack
 let backend: BackendProcess
 let receiver: OtlpReceiver
 let stalled: StalledCollector
 let traced: RunningWorker
 let slow: RunningWorker
 let unreachable: RunningWorker
-const client = generateApiKey('test')
-const admin = generateApiKey('test')
-
-const instance = (i: number) => {
-  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
-  return request
-}
+const keys = { client: '', admin: '' }
 
 const predict = (worker: RunningWorker, traceparent: string, i = 1, signal?: AbortSignal) =>
-  fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-    method: 'POST',
-    ...(signal ? { signal } : {}),
-    headers: { 'content-type': 'application/json', 'x-api-key': client, traceparent },
-    body: JSON.stringify({ instances: [instance(i)], entity: { user_id: `u-${i}` } }),
-  })
+  edgeClient(worker.url, { key: keys.client }).predict([demoApplicant(i)], { entity: { user_id: `u-${i}` }, headers: { traceparent }, ...(signal ? { signal } : {}) })
 
 const spansOf = async (traceId: string, done: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> => {
   const mine = (all: ReceivedSpan[]) => all.filter((s) => s.traceId === traceId)
@@ -71,12 +61,16 @@ const spansOf = async (traceId: string, done: (spans: ReceivedSpan[]) => boolean
 beforeAll(async () => {
   receiver = await startOtlpReceiver()
   stalled = await startStalledCollector()
-  backend = await startBackend({ MODEL_REPOSITORY: 'models', LOG_LEVEL: 'debug' })
-  const keys = JSON.stringify([
-    { name: 'web', hash: await hashApiKey(client), scopes: ['predict'], rate_limit_per_minute: 600 },
-    { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 600 },
-  ])
-  const base = { BACKEND_URL: backend.url, API_KEYS: keys }
+  // Three workers over one backend, started side by side here rather than by the stack.
+  stack = await startStack({
+    backend: { LOG_LEVEL: 'debug' },
+    keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 }, { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 600 }],
+    worker: false,
+  })
+  backend = stack.backend
+  keys.client = stack.keys.web!
+  keys.admin = stack.keys.ops!
+  const base = { BACKEND_URL: backend.url, API_KEYS: stack.apiKeys }
   ;[traced, slow, unreachable] = await Promise.all([
     startWorker({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
     startWorker({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: stalled.url, OTEL_EXPORTER_OTLP_HEADERS: `authorization=${encodeURIComponent(SECRET_HEADER)}`, OTEL_EXPORTER_OTLP_TIMEOUT: '60000', OTEL_SERVICE_NAME: 'edge-stalled' }),
@@ -86,7 +80,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([traced?.dispose(), slow?.dispose(), unreachable?.dispose()])
-  await backend?.stop()
+  await stack?.stop()
   await stalled?.close()
   await receiver?.close()
 })
@@ -121,13 +115,10 @@ describe('the bundled worker in workerd, exporting its spans over OTLP/HTTP', ()
   })
 
   it('puts the shadow call under a span of its own, exported with the request once it ends', async () => {
-    const edge = (path: string, init: RequestInit = {}) => fetch(`${traced.url}${path}`, { ...init, headers: { 'x-api-key': admin, 'content-type': 'application/json', ...init.headers } })
-    const current = await edge('/v1/models/credit-risk/rollout')
-    const { rollout } = (await current.clone().json()) as { rollout: Rollout }
-    const put = await edge('/v1/models/credit-risk/rollout', {
-      method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify({ ...rollout, shadow: { version: 1, percent: 100 } }),
-    })
-    expect(put.status, await put.clone().text()).toBe(200)
+    const edge = edgeClient(traced.url, { key: keys.admin })
+    const current = await edge.rollout.get()
+    const put = await edge.rollout.put({ ...current.body.rollout, shadow: { version: 1, percent: 100 } }, current.headers.get('etag')!)
+    expect(put.status, JSON.stringify(put.body)).toBe(200)
     const traceId = '8bf92f3577b34da6a3ce929d0e0e4736'
     expect((await predict(traced, `00-${traceId}-00f067aa0ba902b7-01`, 4)).status).toBe(200)
     const spans = await spansOf(traceId, (mine) => mine.some((s) => s.name === 'edge.request'))
@@ -141,7 +132,7 @@ describe('the bundled worker in workerd, exporting its spans over OTLP/HTTP', ()
     // Bounded well below the export's 60 s timeout: an answer that waited for the export would not come in time.
     const res = await predict(slow, '00-9bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 5, AbortSignal.timeout(10_000))
     expect(res.status).toBe(200)
-    expect(((await res.json()) as { predictions: unknown[] }).predictions).toHaveLength(1)
+    expect(res.body.predictions).toHaveLength(1)
     await until(() => stalled.exports.length >= 1)
     expect(stalled.abandoned).toBe(0)
     expect(stalled.exports[0]).toMatchObject({ authorization: SECRET_HEADER, 'content-type': 'application/json' })

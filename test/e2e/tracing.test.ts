@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { applicant } from '../backend/support/applicants.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
+import { edgeClient, type EdgeClient } from '../support/client.ts'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 /**
  * Issue 14's "done when" for traces: a request through the bundled worker in workerd into the
@@ -12,36 +11,23 @@ import { startWorker, type RunningWorker } from './support/workerd.ts'
  */
 
 let receiver: OtlpReceiver
-let backend: BackendProcess
-let worker: RunningWorker
-const key = generateApiKey('test')
+let stack: Stack
+let edge: EdgeClient
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver()
-  backend = await startBackend({
-    MODEL_REPOSITORY: 'models',
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-    OTEL_BSP_SCHEDULE_DELAY: '50',
+  stack = await startStack({
+    backend: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+    keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 }],
+    worker: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
   })
-  const keys = JSON.stringify([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 }])
-  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: keys, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
+  edge = edgeClient(stack.worker.url, { key: stack.keys.web! })
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
   await receiver?.close()
 })
-
-const predict = (i: number, traceparent: string) => {
-  const { account_age_months: _a, num_products: _n, ...instance } = applicant(i)
-  return fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key, traceparent },
-    body: JSON.stringify({ instances: [instance], entity: { user_id: `u-${i}` } }),
-  })
-}
 
 const one = (spans: ReceivedSpan[], name: string, traceId: string): ReceivedSpan | undefined => spans.find((s) => s.name === name && s.traceId === traceId)
 const batchLinking = (spans: ReceivedSpan[], request: ReceivedSpan | undefined): ReceivedSpan | undefined =>
@@ -50,7 +36,8 @@ const batchLinking = (spans: ReceivedSpan[], request: ReceivedSpan | undefined):
 describe('a prediction traced from the caller through the edge into a backend batch', () => {
   it('is one trace: edge.request under the caller, backend.infer under edge.forward, and the batch span linked to it', async () => {
     const callers = [['0cf92f3577b34da6a3ce929d0e0e4736', '1a2b3c4d5e6f7081'], ['1cf92f3577b34da6a3ce929d0e0e4736', '2a2b3c4d5e6f7081']] as const
-    const answers = await Promise.all(callers.map(([traceId, spanId], i) => predict(i + 1, `00-${traceId}-${spanId}-01`)))
+    const answers = await Promise.all(callers.map(([traceId, spanId], i) =>
+      edge.predict([demoApplicant(i + 1)], { entity: { user_id: `u-${i + 1}` }, headers: { traceparent: `00-${traceId}-${spanId}-01` } })))
     expect(answers.map((a) => a.status)).toEqual([200, 200])
     const spans = await receiver.until((all) => callers.every(([traceId]) => one(all, 'edge.request', traceId) && batchLinking(all, one(all, 'backend.infer', traceId))))
     expect(receiver.refused).toEqual([])

@@ -1,13 +1,15 @@
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startUpstashAdapter, type UpstashAdapter } from '../../dev/upstash-adapter/server.ts'
+import { generateApiKey } from '../../edge/stores/keys/api-key.ts'
 import { encodeInstance, type FeatureValue } from '../../shared/feature-spec.ts'
 import { applicant, CREDIT_SPEC, CREDIT_WIDTH } from '../backend/support/applicants.ts'
-import { post, startBackend, until, type BackendProcess, type JsonResponse } from '../backend/support/backend-process.ts'
-import { startRedisServer, type RedisServer } from '../dev/support/redis-server.ts'
+import { post, until, type BackendProcess } from '../backend/support/backend-process.ts'
+import type { RedisServer } from '../dev/support/redis-server.ts'
+import type { UpstashAdapter } from '../../dev/upstash-adapter/server.ts'
 import { runCreateKey } from '../infra/keys/support/create-key-process.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, type EdgeClient } from '../support/client.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 /**
  * The bundled worker in real workerd with UPSTASH_REDIS_REST_URL/TOKEN set, against the real
@@ -19,6 +21,7 @@ import { startWorker, type RunningWorker } from './support/workerd.ts'
 const TOKEN = 'worker-redis-test-token-0123456789'
 const MODEL = 'credit-risk'
 
+let stack: Stack
 let backend: BackendProcess
 let redis: RedisServer
 let adapter: UpstashAdapter
@@ -26,16 +29,7 @@ let worker: RunningWorker
 /** A test-side client on the same adapter the worker talks to. */
 let client: Redis
 const keys = { web: '', tight: '', admin: '' }
-
-interface Prediction {
-  label: string
-  probability: number
-  scores: Record<string, number>
-}
-interface PredictBody {
-  version: string
-  predictions: Prediction[]
-}
+let edge: EdgeClient
 
 /** An applicant without the entity features, so they come from Redis (or their defaults). */
 const instance = (i: number) => {
@@ -54,8 +48,6 @@ const backendHighRisk = async (row: Record<string, FeatureValue>, version = '2')
   return res.body.outputs.find((o) => o.name === 'probabilities')!.data[1]!
 }
 
-const predict = (key: string, body: unknown): Promise<JsonResponse<PredictBody>> =>
-  post<PredictBody>(`${worker.url}/v1/models/${MODEL}/predict`, body, { 'x-api-key': key })
 
 /** Every key matching `pattern`, by SCAN through the adapter (never KEYS). */
 const scanKeys = async (pattern: string): Promise<string[]> => {
@@ -70,34 +62,32 @@ const scanKeys = async (pattern: string): Promise<string[]> => {
 }
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  redis = await startRedisServer()
-  adapter = await startUpstashAdapter({ redisPort: redis.port, token: TOKEN, commandTimeoutMs: 2_000 })
-  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false })
-  keys.web = generateApiKey('test')
-  keys.tight = generateApiKey('test')
-  keys.admin = generateApiKey('test')
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 6_000 },
-    { name: 'tight', hash: await hashApiKey(keys.tight), scopes: ['predict'], rate_limit_per_minute: 3 },
-    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 600 },
-  ]
-  worker = await startWorker({
-    BACKEND_URL: backend.url,
-    API_KEYS: JSON.stringify(entries),
-    MAX_INSTANCES: '64',
-    UPSTASH_REDIS_REST_URL: adapter.url,
-    UPSTASH_REDIS_REST_TOKEN: TOKEN,
-    // Generous, so a loaded machine does not degrade a healthy read by accident.
-    FEATURE_TIMEOUT_MS: '200',
+  // The backend counts no drift here: only the worker is given Redis.
+  const started = await startStack({
+    redis: { token: TOKEN, commandTimeoutMs: 2_000, backend: false },
+    keys: [
+      { name: 'web', scopes: ['predict'], rate_limit_per_minute: 6_000 },
+      { name: 'tight', scopes: ['predict'], rate_limit_per_minute: 3 },
+      { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 600 },
+    ],
+    worker: {
+      MAX_INSTANCES: '64',
+      // Generous, so a loaded machine does not degrade a healthy read by accident.
+      FEATURE_TIMEOUT_MS: '200',
+    },
   })
+  stack = started
+  ;({ backend, worker } = started)
+  ;({ redis, adapter } = started.upstash)
+  client = new Redis({ url: adapter.url, token: TOKEN, retry: false, enableTelemetry: false, automaticDeserialization: false })
+  keys.web = started.keys.web!
+  keys.tight = started.keys.tight!
+  keys.admin = started.keys.ops!
+  edge = edgeClient(worker.url)
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  await adapter?.close()
-  await redis?.stop()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('the bundled worker in workerd, with Upstash Redis (adapter + real redis-server)', () => {
@@ -106,10 +96,10 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
     expect(created.code).toBe(0)
     const { key, entry } = JSON.parse(created.stdout) as { key: string; entry: { hash: string } }
     expect(JSON.parse((await client.hget('apikeys', entry.hash)) as string)).toEqual(entry)
-    const res = await predict(key, { instances: [instance(3)], entity: { user_id: 'u-key-from-redis' } })
+    const res = await edge.predict({ instances: [instance(3)], entity: { user_id: 'u-key-from-redis' } }, { key })
     expect(res.status).toBe(200)
     // A key in neither place is still refused.
-    expect((await predict(generateApiKey('test'), { instances: [instance(3)] })).status).toBe(401)
+    expect((await edge.predict({ instances: [instance(3)] }, { key: generateApiKey('test') })).status).toBe(401)
   })
 
   it('enriches predictions with entity features from Redis hashes', async () => {
@@ -117,8 +107,8 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
     await client.hset('features:user:u-redis-1', { account_age_months: '240', num_products: '9' })
     const body = (user: string) => ({ instances: [instance(7)], entity: { user_id: user } })
 
-    const known = await predict(keys.web, body('u-redis-1'))
-    const unknown = await predict(keys.web, body('u-redis-unknown'))
+    const known = await edge.predict(body('u-redis-1'), { key: keys.web })
+    const unknown = await edge.predict(body('u-redis-unknown'), { key: keys.web })
     for (const res of [known, unknown]) {
       expect(res.status).toBe(200)
       expect(res.headers.get('x-features-degraded')).toBeNull()
@@ -134,12 +124,12 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
   it('keeps rate limits in Redis: the 4th request of a 3/min key is refused with 429', async () => {
     const body = { instances: [instance(1)], entity: { user_id: 'u-redis-1' } }
     for (let i = 0; i < 3; i++) {
-      const res = await predict(keys.tight, body)
+      const res = await edge.predict(body, { key: keys.tight })
       expect(res.status).toBe(200)
       expect(res.headers.get('ratelimit-limit')).toBe('3')
       expect(res.headers.get('ratelimit-remaining')).toBe(String(2 - i))
     }
-    const refused = await predict(keys.tight, body)
+    const refused = await edge.predict(body, { key: keys.tight })
     expect(refused.status).toBe(429)
     expect(refused.headers.get('content-type')).toBe('application/problem+json')
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
@@ -155,43 +145,42 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
   })
 
   it('stores rollouts in Redis: a 0/100 move to version 1 takes effect within the TTL', async () => {
-    const admin = { 'x-api-key': keys.admin }
-    const rolloutUrl = `${worker.url}/v1/models/${MODEL}/rollout`
-    const before = await fetch(rolloutUrl, { headers: admin })
+    const admin = { key: keys.admin }
+    const before = await edge.rollout.get(MODEL, admin)
     expect(before.status).toBe(200)
     const etag = before.headers.get('etag')
     expect(etag).toBe('"r0"')
-    expect(await before.json()).toMatchObject({ revision: 0, source: 'default' })
+    expect(before.body).toMatchObject({ revision: 0, source: 'default' })
 
     const rollout = {
       salt: MODEL,
       arms: [{ variant: 'stable', version: 2, weight: 0 }, { variant: 'previous', version: 1, weight: 100 }],
       pinnable: [1, 2],
     }
-    const put = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout }) })
+    const put = await edge.rollout.put({ rollout }, etag!, MODEL, admin)
     expect(put.status).toBe(200)
     expect(put.headers.get('etag')).toBe('"r1"')
 
     // Within the isolate cache's TTL every user lands on version 1 (bounded polling, no timing assertion).
     const users = ['u-redis-1', 'u-roll-a', 'u-roll-b', 'u-roll-c']
     await until(async () => {
-      const answers = await Promise.all(users.map((user) => predict(keys.web, { instances: [instance(2)], entity: { user_id: user } })))
+      const answers = await Promise.all(users.map((user) => edge.predict({ instances: [instance(2)], entity: { user_id: user } }, { key: keys.web })))
       return answers.every((a) => a.status === 200 && a.body.version === '1')
     }, { tries: 100, everyMs: 100 })
-    const pinned = await post<PredictBody>(`${worker.url}/v1/models/${MODEL}/predict`, { instances: [instance(2)], entity: { user_id: 'u-roll-a' } }, { 'x-api-key': keys.web, 'x-model-version': '2' })
+    const pinned = await edge.predict([instance(2)], { key: keys.web, entity: { user_id: 'u-roll-a' }, version: 2 })
     expect(pinned.status, JSON.stringify(pinned.body)).toBe(200)
     expect(pinned.body.version).toBe('2')
 
-    const after = await fetch(rolloutUrl, { headers: admin })
+    const after = await edge.rollout.get(MODEL, admin)
     expect(after.headers.get('etag')).toBe('"r1"')
-    expect(await after.json()).toMatchObject({ revision: 1, source: 'stored', rollout })
+    expect(after.body).toMatchObject({ revision: 1, source: 'stored', rollout })
     // The same PUT sent again (a retry after a lost answer) is the change already made: 200, r1.
-    const replay = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout }) })
+    const replay = await edge.rollout.put({ rollout }, etag!, MODEL, admin)
     expect(replay.status).toBe(200)
     expect(replay.headers.get('etag')).toBe('"r1"')
     // Another change on the stale If-Match is refused.
     const other = { ...rollout, arms: [{ variant: 'stable', version: 2, weight: 50 }, { variant: 'previous', version: 1, weight: 50 }] }
-    const stale = await fetch(rolloutUrl, { method: 'PUT', headers: { ...admin, 'content-type': 'application/json', 'if-match': etag! }, body: JSON.stringify({ rollout: other }) })
+    const stale = await edge.rollout.put({ rollout: other }, etag!, MODEL, admin)
     expect(stale.status).toBe(412)
 
     expect(await scanKeys(`rollout:${MODEL}`)).toEqual([`rollout:${MODEL}`])
@@ -206,7 +195,7 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
     const body = (user: string, i = 3) => ({ instances: [instance(i)], entity: { user_id: user } })
 
     // A user never read before: no value anywhere, so the defaults apply and the answer says so.
-    const fresh = await predict(keys.web, body('u-never-read'))
+    const fresh = await edge.predict(body('u-never-read'), { key: keys.web })
     expect(fresh.status, `${JSON.stringify(fresh.body)}\n${worker.logs.slice(-5).join('\n')}`).toBe(200)
     expect(fresh.headers.get('x-features-degraded')).toBe('1')
     expect(fresh.body.predictions[0].scores.high_risk).toBeCloseTo(
@@ -218,7 +207,7 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
     const versions = new Set<string>()
     const degraded = new Set<string | null>()
     for (let i = 0; i < 30; i++) {
-      const res = await predict(keys.web, body(`u-outage-${i}`, i))
+      const res = await edge.predict(body(`u-outage-${i}`, i), { key: keys.web })
       if (res.status === 200) versions.add(res.body.version)
       else failures.push(`request ${i}: ${res.status} ${JSON.stringify(res.body)}`)
       degraded.add(res.headers.get('x-features-degraded'))
@@ -230,7 +219,7 @@ describe('the bundled worker in workerd, with Upstash Redis (adapter + real redi
 
     // The worker process did not crash: later requests still answer.
     expect((await fetch(`${worker.url}/healthz`)).status).toBe(200)
-    const later = await predict(keys.web, body('u-after-outage'))
+    const later = await edge.predict(body('u-after-outage'), { key: keys.web })
     expect(later.status).toBe(200)
     expect(later.headers.get('x-features-degraded')).toBe('1')
   })

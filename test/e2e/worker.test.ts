@@ -1,52 +1,46 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/pipeline/auth/api-key.ts'
-import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
-import { applicant } from '../backend/support/applicants.ts'
-import { startWorker, type RunningWorker } from './support/workerd.ts'
+import { generateApiKey } from '../../edge/stores/keys/api-key.ts'
+import { demoApplicant as instance } from '../../dev/demo-applicant.ts'
+import { until, type BackendProcess } from '../backend/support/backend-process.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, type EdgeClient } from '../support/client.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
+let stack: Stack
 let backend: BackendProcess
 let worker: RunningWorker
 let key: string
+let edge: EdgeClient
 const ORIGIN = 'https://app.example.test'
 
-const instance = (i: number) => {
-  const { account_age_months: _a, num_products: _n, ...request } = applicant(i)
-  return request
-}
-
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models', LOG_LEVEL: 'debug' })
-  key = generateApiKey('test')
-  const entry = { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 }
-  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify([entry]), ALLOWED_ORIGINS: ORIGIN, MAX_INSTANCES: '64' })
+  stack = await startStack({
+    backend: { LOG_LEVEL: 'debug' },
+    keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 }],
+    worker: { ALLOWED_ORIGINS: ORIGIN, MAX_INSTANCES: '64' },
+  })
+  ;({ backend, worker } = stack)
+  key = stack.keys.web!
+  edge = edgeClient(worker.url, { key })
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('the bundled worker in workerd, against the real backend', () => {
   it('answers a prediction end to end', async () => {
-    const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key, origin: ORIGIN },
-      body: JSON.stringify({ instances: [instance(1), instance(2)], entity: { user_id: 'u-1' } }),
-    })
+    const res = await edge.predict([instance(1), instance(2)], { entity: { user_id: 'u-1' }, headers: { origin: ORIGIN } })
     expect(res.status).toBe(200)
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN)
-    const body = (await res.json()) as { version: string; predictions: unknown[] }
+    const body = res.body
     expect(body.version).toBe('2')
     expect(body.predictions).toHaveLength(2)
   })
 
   it('carries the caller\'s trace id to the backend under the edge\'s own span', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
-    const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
-      body: JSON.stringify({ instances: [instance(3)], entity: { user_id: 'u-2' } }),
-    })
+    const res = await edge.predict([instance(3)], { entity: { user_id: 'u-2' }, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
     expect(res.status).toBe(200)
     expect(res.headers.get('x-trace-id')).toBe(traceId)
     const find = () => backend.logs.find((l) => l.msg === 'infer' && String(l.traceparent).includes(traceId))

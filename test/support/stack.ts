@@ -1,0 +1,97 @@
+import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
+import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
+import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
+import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+
+/**
+ * The real parts, brought up the one way the suites need them: a throwaway redis-server behind
+ * the local Upstash REST adapter, the backend as a child process, and the worker bundled as
+ * deployed in workerd in front of it, each pointed at the others. Every part started is stopped by
+ * `stop()`, also when a later part fails to start.
+ */
+
+/** An API key the worker is given: generated here, handed back under `keys[name]`. */
+export interface StackKey {
+  name: string
+  scopes: string[]
+  tenant?: string
+  /** Default 100,000: a suite's own traffic never meets the limiter unless it asks to. */
+  rate_limit_per_minute?: number
+}
+
+export interface RedisOptions {
+  token: string
+  commandTimeoutMs?: number
+  /** Whether the backend counts drift into it (default true). */
+  backend?: boolean
+  /** Whether the worker is given it, for features, limits, keys and rollouts (default true). */
+  worker?: boolean
+}
+
+export interface StackOptions {
+  /** A redis-server behind the Upstash adapter; none unless given. */
+  redis?: RedisOptions
+  /** The backend's environment, over MODEL_REPOSITORY=models (and the Upstash variables). */
+  backend?: Record<string, string>
+  /** The worker's bindings, over BACKEND_URL, API_KEYS (from `keys`) and the Upstash variables; `false` starts no worker. */
+  worker?: Record<string, string> | false
+  /** Default: `web` with the predict scope and `ops` with the admin scope. */
+  keys?: StackKey[]
+}
+
+export interface Stack {
+  upstash: UpstashRedis | undefined
+  backend: BackendProcess
+  /** Set unless `worker: false`. */
+  worker: RunningWorker
+  /** Each key by its name. */
+  keys: Record<string, string>
+  /** The API_KEYS binding the worker was given (JSON). */
+  apiKeys: string
+  stop(): Promise<void>
+}
+
+export const DEFAULT_KEYS: StackKey[] = [
+  { name: 'web', scopes: ['predict'] },
+  { name: 'ops', scopes: ['admin'] },
+]
+
+const upstashEnv = (upstash: UpstashRedis, token: string) => ({ UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: token })
+
+export function startStack(options: StackOptions & { redis: RedisOptions }): Promise<Stack & { upstash: UpstashRedis }>
+export function startStack(options?: StackOptions): Promise<Stack>
+export async function startStack({ redis, backend: backendEnv = {}, worker: bindings = {}, keys = DEFAULT_KEYS }: StackOptions = {}): Promise<Stack> {
+  const stops: Array<() => Promise<unknown>> = []
+  const stop = async () => {
+    for (const stopPart of stops.splice(0).reverse()) await stopPart()
+  }
+  try {
+    const upstash = redis ? await startUpstashRedis({ token: redis.token, ...(redis.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: redis.commandTimeoutMs }) }) : undefined
+    if (upstash) stops.push(() => upstash.stop())
+    const redisFor = (part: 'backend' | 'worker') => (upstash && redis && redis[part] !== false ? upstashEnv(upstash, redis.token) : {})
+
+    const backend = await startBackend({ MODEL_REPOSITORY: 'models', ...redisFor('backend'), ...backendEnv })
+    stops.push(() => backend.stop())
+
+    const generated = Object.fromEntries(keys.map((k) => [k.name, generateApiKey('test')]))
+    const apiKeys = JSON.stringify(await Promise.all(keys.map(async ({ rate_limit_per_minute = 100_000, ...k }) => ({ ...k, hash: await hashApiKey(generated[k.name]!), rate_limit_per_minute }))))
+    let worker: RunningWorker | undefined
+    if (bindings !== false) {
+      const started = await startWorker({ BACKEND_URL: backend.url, API_KEYS: apiKeys, ...redisFor('worker'), ...bindings })
+      stops.push(() => started.dispose())
+      worker = started
+    }
+    return {
+      upstash,
+      backend,
+      // Read only by suites that started one; a suite that asked for none never reaches it.
+      worker: worker as RunningWorker,
+      keys: generated,
+      apiKeys,
+      stop,
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
