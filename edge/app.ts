@@ -2,26 +2,16 @@ import { Hono } from 'hono'
 import { secureHeaders } from 'hono/secure-headers'
 import type { Bindings } from './bindings.ts'
 import { type Isolate, type IsolateParts, createIsolate, isolateCache } from './isolate.ts'
-import { backendStatsRoutes } from './console/backend-stats.ts'
-import { consoleRoutes } from './console/routes.ts'
 import { type ErrorEnv, notFound, onError } from './on-error.ts'
-import { openApiDocument } from './openapi.ts'
 import { auth } from './pipeline/auth/index.ts'
 import { requireJson } from './pipeline/body/index.ts'
 import { discardUnreadBody } from './pipeline/body/discard.ts'
 import { cors } from './pipeline/cors/index.ts'
-import { enrich } from './pipeline/enrich/index.ts'
-import { forward } from './pipeline/forward/index.ts'
 import { isolate } from './pipeline/isolate/index.ts'
-import { model, predictModel } from './pipeline/model/index.ts'
-import { normalize } from './pipeline/normalize/index.ts'
 import { rateLimit } from './pipeline/rate-limit/index.ts'
 import { requestId } from './pipeline/request-id/index.ts'
 import { requestLog } from './pipeline/request-log/index.ts'
-import { metricsEndpoint } from './pipeline/request-metrics/endpoint.ts'
 import { requestMetrics } from './pipeline/request-metrics/index.ts'
-import { respond } from './pipeline/respond/index.ts'
-import { route } from './pipeline/route/index.ts'
 import { Pipeline, mount } from './pipeline/pipeline.ts'
 import type { Stage } from './pipeline/stage.ts'
 import type { AuthVariables } from './pipeline/auth/index.ts'
@@ -37,15 +27,9 @@ import type { StageEnv } from './pipeline/stage.ts'
 import type { TraceVariables } from './pipeline/trace/index.ts'
 import type { ValidateVariables } from './pipeline/validate/index.ts'
 import { traceContext } from './pipeline/trace/index.ts'
-import { validate } from './pipeline/validate/index.ts'
-import { driftRoutes } from './rollout/drift-routes.ts'
-import { feedbackRoutes } from './quality/feedback-routes.ts'
-import { qualityRoutes } from './quality/quality-routes.ts'
-import { rolloutRoutes } from './rollout/routes.ts'
-import { catalogRoutes } from './routes/catalog.ts'
-import { infer } from './routes/infer.ts'
+import { edgeRoutes } from './routes/index.ts'
 import { allowedMethods, methodNotAllowed } from './routes/method-not-allowed.ts'
-import { MODEL_READ_PATHS, oipRoutes } from './routes/oip.ts'
+import type { Guard, Route } from './routes/route.ts'
 
 /**
  * Every context variable a request may carry, as the stages declare them: the app is where they
@@ -91,8 +75,18 @@ const apiSecureHeaders = (): Stage<object> =>
     xXssProtection: false,
   })
 
+const METHODS = { get: 'GET', post: 'POST', put: 'PUT' } as const
+
+type HaveOf<P> = P extends Pipeline<infer Have> ? Have : never
+type GuardPipelines = Record<Guard, { plain: unknown; bodied: unknown }>
+/** The routes whose guard (and body check) does not set what their handlers read; none when every route is in order. */
+type Unmet<R, Guards extends GuardPipelines> = R extends { guard: infer G extends Guard; body?: infer B; needs?: infer Needs }
+  ? HaveOf<Guards[G][[Exclude<B, undefined>] extends [never] ? 'plain' : 'bodied']> extends Needs ? never : R
+  : never
+
 /**
- * The edge worker's route table. Every request passes the unread-body drop (on its way out) →
+ * The edge worker: every route of edge/routes/ (each declared there once, with its guard, body,
+ * schemas and handler) mounted behind its guard's pipeline. Every request passes the unread-body drop (on its way out) →
  * isolate → request id → trace context → request log → request metrics → CORS → secure headers;
  * each route then adds its stages, and predict runs the whole pipeline of DESIGN's request path:
  * auth → rate limit → body checks → model → normalize → validate → enrich → route → forward →
@@ -120,49 +114,25 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
   const callers = everyRequest.then(auth({ scope: 'predict' }), 'auth').then(rateLimit(), 'rate_limit')
   const admins = everyRequest.then(auth({ scope: 'admin' }), 'auth').then(rateLimit(), 'rate_limit')
   const labellers = everyRequest.then(auth({ scope: 'feedback' }), 'auth').then(rateLimit(), 'rate_limit')
-  const tensors = callers.then(requireJson()).then(model(), 'model').then(route(), 'route')
-  const predictions = callers
-    .then(requireJson())
-    .then(predictModel(), 'model')
-    .then(normalize(), 'normalize')
-    .then(validate(), 'validate')
-    .then(enrich(), 'enrich')
-    .then(route(), 'route')
-    .then(forward(), 'forward')
+  // The body is checked on the routes that take one, once routing and the key have let the request in.
+  const guards = {
+    none: { plain: everyRequest, bodied: everyRequest.then(requireJson()) },
+    predict: { plain: callers, bodied: callers.then(requireJson()) },
+    admin: { plain: admins, bodied: admins.then(requireJson()) },
+    feedback: { plain: labellers, bodied: labellers.then(requireJson()) },
+  }
+  const routes = edgeRoutes()
+  // Each route's guard must set what its handlers read: a type error here names the routes whose does not.
+  const inOrder: [Unmet<(typeof routes)[number], typeof guards>] extends [never] ? true : Unmet<(typeof routes)[number], typeof guards> = true
+  void inOrder
 
   // Handlers read what their stages declare; the app itself only what the error mapper reads.
   const app = new Hono<ErrorEnv>()
   app.use('*', ...everyRequest.all())
-  app.get('/healthz', (c) => c.json({ ok: true, request_id: c.get('requestId') }))
-  // Serialized once: the document is the same for every request.
-  const document = JSON.stringify(openApiDocument())
-  app.get('/openapi.json', (c) => c.body(document, 200, { 'content-type': 'application/json' }))
-  mount(app, 'GET', '/metrics', admins.answer(everyRequest, metricsEndpoint()))
-  app.use('/v1/models/:model/rollout/*', ...admins.since(everyRequest))
-  app.use('/v1/models/:model/versions/:version/drift', ...admins.since(everyRequest))
-  app.use('/v1/backend/stats', ...admins.since(everyRequest))
-  app.use('/v1/models/:model/quality', ...admins.since(everyRequest))
-  app.route('/', driftRoutes())
-  app.route('/', qualityRoutes())
-  app.use('/v1/feedback', ...labellers.since(everyRequest))
-  // The body is checked on the routes that take one, once routing and the key have let the request in.
-  mount(app, 'POST', '/v1/feedback', labellers.then(requireJson()).since(labellers))
-  app.route('/', feedbackRoutes())
-  mount(app, 'PUT', '/v1/models/:model/rollout', admins.then(requireJson()).since(admins))
-  app.route('/', rolloutRoutes())
-  app.route('/', backendStatsRoutes())
-  // The operator console's page needs no key; it asks for an admin key and calls the routes above.
-  app.route('/', consoleRoutes())
-  mount(app, 'GET', '/v1/models', callers.since(everyRequest))
-  mount(app, 'GET', '/v1/models/:model', callers.since(everyRequest))
-  app.route('/', catalogRoutes())
-  for (const path of ['/v2/models/:model/infer', '/v2/models/:model/versions/:version/infer']) {
-    mount(app, 'POST', path, tensors.answer(everyRequest, infer(), 'forward'))
+  for (const declared of routes as ReadonlyArray<Route<never>>) {
+    const guarded = guards[declared.guard][declared.body ? 'bodied' : 'plain'] as Pipeline<never>
+    mount(app, METHODS[declared.method], declared.path, [...guarded.since(everyRequest), ...declared.handle(guarded)])
   }
-  for (const path of MODEL_READ_PATHS) mount(app, 'GET', path, callers.since(everyRequest))
-  // Health is for probes: no key, as on the backend.
-  app.route('/', oipRoutes())
-  mount(app, 'POST', '/v1/models/:model/predict', predictions.answer(everyRequest, respond()))
   // Last, so that only a method the path lacks gets here.
   for (const [path, allow] of allowedMethods(app.routes)) app.all(path, methodNotAllowed({ allow }))
   app.notFound(notFound)

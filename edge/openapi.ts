@@ -1,6 +1,14 @@
+import { documentOf, type OpenApiDocument } from './openapi/document.ts'
+import { edgeRoutes } from './routes/index.ts'
+
 /**
- * The edge API's OpenAPI 3.1 document (`GET /openapi.json`), generated from the zod schemas in
- * `openapi/schemas.ts`: the routes' own where they validate with one, else the shapes they answer.
+ * The edge API's OpenAPI 3.1 document (`GET /openapi.json`), generated from the route
+ * declarations in `routes/` and the zod schemas they name (`openapi/schemas.ts`).
  */
-export { openApiDocument, type OpenApiDocument, type Operation } from './openapi/document.ts'
+export { documentOf, type OpenApiDocument, type Operation } from './openapi/document.ts'
 export { requestSchemas, responseSchemas } from './openapi/schemas.ts'
+
+let built: OpenApiDocument | undefined
+
+/** The document, built on first use and shared after. */
+export const openApiDocument = (): OpenApiDocument => (built ??= documentOf(edgeRoutes()))

@@ -1,12 +1,6 @@
-import { Hono } from 'hono'
-import type { AppEnv } from '../env.ts'
 import { BACKEND_METRICS as NAMES } from '../../shared/backend-metrics.ts'
-import { HEADERS } from '../../shared/headers.ts'
-import { parsePrometheusText, type PrometheusSample } from '../../shared/prometheus-text.ts'
-import { Problem } from '../problem.ts'
+import type { PrometheusSample } from '../../shared/prometheus-text.ts'
 import type { BackendStats, Rejection, VersionStats } from './backend-stats-shape.ts'
-
-const DEFAULT_TIMEOUT_MS = 5_000
 
 /** The status the backend answers each refusal reason with (backend/batcher, backend/infer). */
 const REJECTION_STATUS: Readonly<Record<string, number>> = {
@@ -60,43 +54,3 @@ export const backendStatsOf = (samples: readonly PrometheusSample[], now: Date):
   const order = (a: VersionStats, b: VersionStats) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1)
   return { fetched_at: now.toISOString(), ready, versions: [...versions.values()].sort(order), rejections }
 }
-
-export interface BackendStatsOptions {
-  /** Bound of the one read of the backend's metrics. */
-  timeoutMs?: number
-}
-
-/**
- * `GET /v1/backend/stats` (mounted behind the `admin` scope): queue depth, batch sizes and
- * reasons, requests and refusals by status, and the execution provider of every model version,
- * read from the backend's Prometheus metrics with the edge's `INFER_TOKEN`. It reads `BACKEND_URL`
- * only, as the drift route does: the Lambda fallback keeps no such counters.
- */
-export const backendStatsRoutes = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendStatsOptions = {}) =>
-  new Hono<AppEnv>().get('/v1/backend/stats', async (c) => {
-    const base = c.env?.BACKEND_URL?.replace(/\/+$/, '')
-    if (!base) throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier configured', { slug: 'backend-unconfigured' })
-    const token = c.env.INFER_TOKEN
-    let res: Response
-    try {
-      res = await fetch(`${base}/metrics`, {
-        headers: { [HEADERS.requestId]: c.get('requestId'), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        signal: AbortSignal.timeout(timeoutMs),
-      })
-    } catch (err) {
-      throw new Problem(503, 'Service Unavailable', `the inference tier's metrics did not answer: ${err instanceof Error ? err.message : String(err)}`, { slug: 'backend-stats-unavailable', headers: { 'retry-after': '5' } })
-    }
-    if (!res.ok) {
-      await res.body?.cancel()
-      throw new Problem(502, 'Bad Gateway', `the inference tier answered ${res.status} for its metrics`, { slug: 'backend-stats-unavailable' })
-    }
-    const text = await res.text()
-    let samples: PrometheusSample[]
-    try {
-      samples = parsePrometheusText(text)
-    } catch {
-      // The parser's message quotes the body, which a problem never carries.
-      throw new Problem(502, 'Bad Gateway', 'the inference tier\'s metrics are not Prometheus text', { slug: 'backend-stats-unavailable' })
-    }
-    return c.json(backendStatsOf(samples, new Date()))
-  })

@@ -1,13 +1,19 @@
-import { Hono } from 'hono'
 import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
 import { qualityFigures, type QualityFigures } from '../../shared/quality.ts'
-import type { AppEnv } from '../env.ts'
-import type { Isolate } from '../isolate.ts'
+import type { ModelCatalog } from '../backend-client/catalog.ts'
 import { Problem } from '../problem.ts'
+import type { BackendMonitor } from '../rollout/backend-monitor.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 import { realizedQuality } from '../rollout/edge-counted-source.ts'
-import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES } from '../stores/ground-truth/ground-truth-store.ts'
+import { DELAY_BUCKETS, MAX_QUALITY_WINDOW_MINUTES, type GroundTruthStore } from '../stores/ground-truth/ground-truth-store.ts'
+
+/** What a model's quality is read from: the catalog, the feedback counts and the backend's drift reports. */
+export interface QualityParts {
+  catalog: Pick<ModelCatalog, 'describe'>
+  groundTruth: Pick<GroundTruthStore, 'window'>
+  drift?: Pick<BackendMonitor, 'report'>
+}
 
 /** One version's realized figures (from feedback) beside the backend's label-free estimate of them. */
 const versionQuality = z.object({
@@ -34,7 +40,7 @@ export const windowMinutesOf = (raw: string): number => {
 }
 
 /** The backend's estimate of a version's quality over the window, when its drift report carries one. */
-const estimatedOf = async (isolate: Pick<Isolate, 'drift'>, model: string, version: number, window: string, requestId: string): Promise<QualityFigures | null> => {
+const estimatedOf = async (isolate: Pick<QualityParts, 'drift'>, model: string, version: number, window: string, requestId: string): Promise<QualityFigures | null> => {
   if (!isolate.drift) return null
   const report = await isolate.drift.report(model, version, window, requestId).catch(() => undefined)
   const raw = (report as { prediction?: { estimated_quality?: unknown } } | undefined)?.prediction?.estimated_quality
@@ -43,7 +49,7 @@ const estimatedOf = async (isolate: Pick<Isolate, 'drift'>, model: string, versi
 }
 
 /** Every served version's quality over the last `minutes`, realized and estimated. */
-export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth' | 'drift'>, model: string, minutes: number, requestId: string): Promise<z.infer<typeof modelQualityResponse>> => {
+export const modelQuality = async (isolate: QualityParts, model: string, minutes: number, requestId: string): Promise<z.infer<typeof modelQualityResponse>> => {
   const described = await isolate.catalog.describe(model, requestId)
   const threshold = described.postprocess?.threshold
   const to = minuteOf(Date.now())
@@ -65,14 +71,3 @@ export const modelQuality = async (isolate: Pick<Isolate, 'catalog' | 'groundTru
   }))
   return { model: described.name, window_minutes: minutes, versions }
 }
-
-/**
- * `GET /v1/models/{m}/quality[?window=60m]` (admin scope, mounted behind auth): per served version,
- * realized quality from the feedback labels that arrived in the window (every isolate's, merged in
- * Redis), beside the backend's label-free estimate (CBPE) of the same figures for that window.
- */
-export const qualityRoutes = () =>
-  new Hono<AppEnv>().get('/v1/models/:model/quality', async (c) => {
-    const minutes = windowMinutesOf(c.req.query('window') ?? '60m')
-    return c.json(await modelQuality(c.get('isolate'), c.req.param('model'), minutes, c.get('requestId')))
-  })

@@ -1,11 +1,21 @@
-import { Hono } from 'hono'
 import { z } from 'zod'
 import type { QualityFigures } from '../../shared/quality.ts'
-import type { AppEnv } from '../env.ts'
-import type { Isolate } from '../isolate.ts'
+import type { ModelCatalog } from '../backend-client/catalog.ts'
+import { RATE_LIMIT } from '../openapi/components.ts'
+import { driftReport } from '../openapi/schemas.ts'
+import type { Responder } from '../pipeline/stage.ts'
 import { Problem } from '../problem.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
-import { realizedQuality } from './edge-counted-source.ts'
+import type { BackendMonitor } from '../rollout/backend-monitor.ts'
+import { realizedQuality } from '../rollout/edge-counted-source.ts'
+import type { GroundTruthStore } from '../stores/ground-truth/ground-truth-store.ts'
+import { answer, route } from './route.ts'
+
+interface DriftParts {
+  catalog: Pick<ModelCatalog, 'describe'>
+  groundTruth: Pick<GroundTruthStore, 'window'>
+  drift?: Pick<BackendMonitor, 'report'>
+}
 
 /** The part of the backend's report that says which minutes it covers. */
 const reportSpan = z.object({
@@ -17,7 +27,7 @@ const reportSpan = z.object({
  * Realized quality of the feedback labels that arrived in the report's minutes, every isolate's;
  * null when they cannot be read (the report still goes out) or the threshold is not a bin edge.
  */
-const realizedOver = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth'>, model: string, version: number, from: number, to: number, requestId: string): Promise<QualityFigures | null> => {
+const realizedOver = async (isolate: DriftParts, model: string, version: number, from: number, to: number, requestId: string): Promise<QualityFigures | null> => {
   try {
     const [described, counts] = await Promise.all([isolate.catalog.describe(model, requestId), isolate.groundTruth.window(model, version, from, to)])
     return realizedQuality(counts, described.postprocess?.threshold) ?? null
@@ -27,12 +37,12 @@ const realizedOver = async (isolate: Pick<Isolate, 'catalog' | 'groundTruth'>, m
 }
 
 /**
- * `GET /v1/models/{m}/versions/{v}/drift[?window=15m]` (admin scope, mounted behind auth): the
- * backend's drift report of a version, with the realized quality of the same minutes beside the
- * backend's label-free estimate (`prediction.realized_quality`, `prediction.estimated_quality`).
+ * `GET /v1/models/{m}/versions/{v}/drift[?window=15m]`: the backend's drift report of a version,
+ * with the realized quality of the same minutes beside the backend's label-free estimate
+ * (`prediction.realized_quality`, `prediction.estimated_quality`).
  */
-export const driftRoutes = () =>
-  new Hono<AppEnv>().get('/v1/models/:model/versions/:version/drift', async (c) => {
+const getDriftReport = (): Responder<{ isolate: DriftParts; requestId: string }> =>
+  async function getDriftReport(c) {
     const { model, version } = c.req.param()
     if (!/^[1-9][0-9]{0,8}$/.test(version)) throw new Problem(400, 'Bad Request', `version must be a positive whole number, not ${quoteInput(version)}`)
     const isolate = c.get('isolate')
@@ -44,4 +54,20 @@ export const driftRoutes = () =>
     const { from_minute, to_minute } = span.data.window
     const realized = await realizedOver(isolate, model, Number(version), from_minute, to_minute, c.get('requestId'))
     return c.json({ ...(report as object), prediction: { ...span.data.prediction, realized_quality: realized } })
-  })
+  }
+
+export const driftRoutes = () => [
+  route({
+    method: 'get',
+    path: '/v1/models/:model/versions/:version/drift',
+    guard: 'admin',
+    operationId: 'getDriftReport',
+    summary: 'The backend\'s drift report of a version',
+    description: 'Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend\'s label-free estimate.',
+    tag: 'rollout',
+    parameters: ['Model', 'Version', 'DriftWindow'],
+    answers: { 200: { description: 'the drift report', schema: driftReport, headers: RATE_LIMIT } },
+    problems: [400, 404, 502],
+    handle: answer(getDriftReport()),
+  }),
+] as const

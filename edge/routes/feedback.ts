@@ -1,12 +1,16 @@
-import { Hono } from 'hono'
 import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
-import type { AppEnv } from '../env.ts'
 import { formatPath } from '../format.ts'
-import { keyName } from '../pipeline/auth/api-key.ts'
+import { BODY_PROBLEMS, RATE_LIMIT } from '../openapi/components.ts'
+import { keyName } from '../stores/keys/api-key.ts'
+import type { AuthVariables } from '../pipeline/auth/index.ts'
+import type { BodyVariables } from '../pipeline/body/index.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
+import type { Responder } from '../pipeline/stage.ts'
 import { Problem } from '../problem.ts'
-import type { LabelWrite, Served, ServedKey, ServedRecord } from '../stores/ground-truth/ground-truth-store.ts'
+import type { GroundTruthStore, LabelWrite, Served, ServedKey, ServedRecord } from '../stores/ground-truth/ground-truth-store.ts'
+import type { RequestMetrics } from '../stores/tallies/tally.ts'
+import { answer, route } from './route.ts'
 
 /** Most feedback items one request may carry. */
 export const MAX_FEEDBACK_ITEMS = 1_000
@@ -57,8 +61,8 @@ const instanceOf = (record: ServedRecord, index: number | undefined): number | s
  * version's realized quality for the current minute. A request id names a prediction of the
  * caller's tenant only; a key that also holds `admin` may name another tenant per item.
  */
-export const feedbackRoutes = () =>
-  new Hono<AppEnv>().post('/v1/feedback', async (c) => {
+const postFeedback = (): Responder<{ isolate: { groundTruth: Pick<GroundTruthStore, 'records' | 'label'>; requestMetrics: Pick<RequestMetrics, 'feedback'> } } & AuthVariables & BodyVariables> =>
+  async function postFeedback(c) {
     const parsed = feedbackRequest.safeParse(jsonBody(c.get('bodyText')))
     if (!parsed.success) {
       const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
@@ -115,4 +119,20 @@ export const feedbackRoutes = () =>
       requestMetrics.feedback(recordOf(items[i])?.model ?? 'none', r.result)
     })
     return c.json({ ...tally, results })
-  })
+  }
+
+export const feedbackRoutes = () => [
+  route({
+    method: 'post',
+    path: '/v1/feedback',
+    guard: 'feedback',
+    body: feedbackRequest,
+    operationId: 'postFeedback',
+    summary: 'Ground-truth labels for served predictions',
+    description: 'One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). A request id names a prediction made by a key of the caller\'s tenant (the key entry\'s `tenant`, else its name); a key that also holds the admin scope may name another tenant per item (`tenant`), any other key naming one is refused with 403. `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted (counted once, now or by an earlier send of the same label), duplicate (the instance holds another label; the first stands), unknown_or_expired (never recorded, past its TTL, or not the tenant\'s), invalid_label, invalid_index. Nothing is silently dropped. A 503 after the labels were sent means their outcome is unknown: sending the same feedback again is safe, a label is counted at most once.',
+    tag: 'feedback',
+    answers: { 200: { description: 'the result of each item', schema: feedbackResponse, headers: RATE_LIMIT } },
+    problems: BODY_PROBLEMS,
+    handle: answer(postFeedback()),
+  }),
+] as const

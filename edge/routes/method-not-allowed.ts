@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { RouterRoute } from 'hono/types'
-import type { AppEnv } from '../env.ts'
+import type { StageEnv } from '../pipeline/stage.ts'
 import { Problem } from '../problem.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 
@@ -29,7 +29,7 @@ export interface MethodNotAllowedOptions {
 
 /** 405 with `Allow` (RFC 9110 §15.5.6) for a path that exists under other methods: a 404 would say it does not. */
 export const methodNotAllowed = ({ allow }: MethodNotAllowedOptions) =>
-  function methodNotAllowed(c: Context<AppEnv>): never {
+  function methodNotAllowed(c: Context<StageEnv<object>>): never {
     const methods = allow.join(', ')
     throw new Problem(405, 'Method Not Allowed', `${quoteInput(c.req.method)} is not allowed on ${c.req.path} (allowed: ${methods})`, { headers: { allow: methods } })
   }

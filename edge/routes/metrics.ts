@@ -1,14 +1,27 @@
-import { within } from '../../../shared/upstash-client.ts'
-import type { Isolate } from '../../isolate.ts'
-import { defaultRollout } from '../../rollout/rollout.ts'
-import { normalizationExposition } from '../normalize/metrics.ts'
-import type { RequestIdVariables } from '../request-id/index.ts'
-import type { Responder } from '../stage.ts'
-import { type ArmWeight, countedModels, requestMetricsExposition } from './exposition.ts'
-import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../../quality/exposition.ts'
-import { modelQuality } from '../../quality/quality-routes.ts'
+import { z } from 'zod'
+import { within } from '../../shared/upstash-client.ts'
+import type { ModelCatalog } from '../backend-client/catalog.ts'
+import type { Transport } from '../backend-client/transport.ts'
+import type { EdgeSettings } from '../bindings.ts'
+import { RATE_LIMIT } from '../openapi/components.ts'
+import { normalizationExposition } from '../exposition/normalization.ts'
+import { type ArmWeight, countedModels, requestMetricsExposition } from '../exposition/requests.ts'
+import type { Responder } from '../pipeline/stage.ts'
+import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../exposition/quality.ts'
+import { modelQuality, type QualityParts } from '../quality/model-quality.ts'
+import { defaultRollout } from '../rollout/rollout.ts'
+import type { RolloutStore } from '../stores/rollouts/rollout-store.ts'
+import type { RequestMetrics } from '../stores/tallies/tally.ts'
+import { answer, route } from './route.ts'
 
-type MetricsNeeds = RequestIdVariables & { isolate: Pick<Isolate, 'requestMetrics' | 'rollouts' | 'catalog' | 'transport' | 'groundTruth' | 'drift' | 'settings'> }
+interface MetricsParts extends QualityParts {
+  requestMetrics: Pick<RequestMetrics, 'totals'>
+  rollouts: Pick<RolloutStore, 'get'>
+  catalog: Pick<ModelCatalog, 'describe'>
+  transport: Pick<Transport, 'models'>
+  settings: Pick<EdgeSettings, 'feedbackModels' | 'metricsScrapeMs'>
+}
+type MetricsNeeds = { isolate: MetricsParts; requestId: string }
 
 /** Settles as `work` does, or as undefined once `at` (epoch ms) has passed: a figure not known by then is left out. */
 const before = <T>(work: Promise<T>, at: number): Promise<T | undefined> => within(work, Math.max(0, at - Date.now())).catch(() => undefined)
@@ -42,7 +55,7 @@ const armWeights = async ({ rollouts, catalog, transport }: MetricsNeeds['isolat
  * waited for at most `metricsScrapeMs` in all, so a stalled backend cannot outlast the scrape
  * timeout and take the edge's error counts with it during the very incident.
  */
-export const metricsEndpoint = (): Responder<MetricsNeeds> =>
+const metricsEndpoint = (): Responder<MetricsNeeds> =>
   async function metricsEndpoint(c) {
     const isolate = c.get('isolate')
     const requestId = c.get('requestId')
@@ -53,3 +66,16 @@ export const metricsEndpoint = (): Responder<MetricsNeeds> =>
     const quality = await qualityOf(isolate, weights, requestId, until)
     return c.body(normalizationExposition(tally) + requestMetricsExposition(tally, weights) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   }
+
+export const metricsRoutes = () => [
+  route({
+    method: 'get',
+    path: '/metrics',
+    guard: 'admin',
+    operationId: 'getMetrics',
+    summary: 'Prometheus counters of input fixes per API key',
+    tag: 'admin',
+    answers: { 200: { description: 'Prometheus text exposition', schema: z.string(), headers: RATE_LIMIT, type: 'text/plain; version=0.0.4' } },
+    handle: answer(metricsEndpoint()),
+  }),
+] as const

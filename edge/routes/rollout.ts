@@ -1,14 +1,19 @@
-import { Hono } from 'hono'
-import type { ModelDescription } from '../backend-client/catalog.ts'
-import { HISTORY_CAP, type HistoryEntry } from '../stores/history/history-store.ts'
-import type { AppEnv } from '../env.ts'
+import type { ModelCatalog, ModelDescription } from '../backend-client/catalog.ts'
+import { HISTORY_CAP, type HistoryEntry, type HistoryReader } from '../stores/history/history-store.ts'
+import type { RolloutStore } from '../stores/rollouts/rollout-store.ts'
+import { RATE_LIMIT } from '../openapi/components.ts'
+import { rolloutHistory, rolloutPut, rolloutState, rolloutStored } from '../openapi/schemas.ts'
 import { Problem, type FieldError } from '../problem.ts'
-import { withLayout } from './bucket-layout.ts'
-import { rolloutSchema, type Canary, type Rollout } from './rollout.ts'
-import { defaultRollout } from './rollout.ts'
+import { withLayout } from '../rollout/bucket-layout.ts'
+import { defaultRollout, rolloutSchema, type Canary, type Rollout } from '../rollout/rollout.ts'
 import { formatPath, isRecord } from '../format.ts'
+import type { AuthVariables } from '../pipeline/auth/index.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
-import { bytesToHex } from '../pipeline/auth/api-key.ts'
+import type { BodyVariables } from '../pipeline/body/index.ts'
+import { bytesToHex } from '../stores/keys/api-key.ts'
+import type { Reroutes } from '../pipeline/route/reroutes.ts'
+import type { Responder } from '../pipeline/stage.ts'
+import { answer, route } from './route.ts'
 
 const etag = (revision: number) => `"r${revision}"`
 
@@ -79,86 +84,134 @@ const manualEntry = (id: string, model: string, actor: string, before: Rollout |
 
 const DEFAULT_HISTORY_LIMIT = 100
 
+type Catalog = Pick<ModelCatalog, 'describe'>
+type Rollouts = Pick<RolloutStore, 'get' | 'compareAndSet'>
+
+/** `GET /v1/models/{model}/rollout`: the stored rollout, or the default one, with its ETag. */
+const getRollout = (): Responder<{ isolate: { catalog: Catalog; rollouts: Rollouts; reroutes: Pick<Reroutes, 'counts'> }; requestId: string }> =>
+  async function getRollout(c) {
+    const { catalog, rollouts } = c.get('isolate')
+    const model = await catalog.describe(c.req.param().model, c.get('requestId'))
+    const stored = await rollouts.get(model.name)
+    const revision = stored?.revision ?? 0
+    c.header('etag', etag(revision))
+    return c.json({
+      model: model.name,
+      revision,
+      source: stored ? 'stored' : 'default',
+      rollout: stored?.rollout ?? defaultRollout(model),
+      // This isolate's requests under this revision sent off arms whose version is not served.
+      rerouted: c.get('isolate').reroutes.counts(model.name, revision),
+    })
+  }
+
 /**
- * `GET|PUT /v1/models/{model}/rollout` (mounted behind the `admin` scope): the weights, pins and
- * shadow of a model. PUT replaces the whole state atomically and needs `If-Match` with the ETag
- * of the revision it replaces (428 without); it fails (412) if someone changed it since. A rollout with a `canary` hands that arm
- * to the controller. `GET .../rollout/history` lists the controller's decisions and the PUTs,
- * newest first (`?limit=`, default 100, at most 500).
+ * `PUT /v1/models/{model}/rollout`: replaces the whole state atomically and needs `If-Match` with
+ * the ETag of the revision it replaces (428 without); it fails (412) if someone changed it since.
+ * A rollout with a `canary` hands that arm to the controller.
  */
-export const rolloutRoutes = () =>
-  new Hono<AppEnv>()
-    .get('/v1/models/:model/rollout', async (c) => {
-      const { catalog, rollouts } = c.get('isolate')
-      const model = await catalog.describe(c.req.param('model'), c.get('requestId'))
-      const stored = await rollouts.get(model.name)
-      const revision = stored?.revision ?? 0
-      c.header('etag', etag(revision))
-      return c.json({
-        model: model.name,
-        revision,
-        source: stored ? 'stored' : 'default',
-        rollout: stored?.rollout ?? defaultRollout(model),
-        // This isolate's requests under this revision sent off arms whose version is not served.
-        rerouted: c.get('isolate').reroutes.counts(model.name, revision),
-      })
-    })
-    .put('/v1/models/:model/rollout', async (c) => {
-      const ifMatch = c.req.header('if-match')
-      // Without it a PUT would replace whatever revision it happened to read, another admin's
-      // or the controller's change of a moment ago included.
-      if (ifMatch === undefined) {
-        throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
+const putRollout = (): Responder<{ isolate: { catalog: Catalog; rollouts: Rollouts }; requestId: string } & AuthVariables & BodyVariables> =>
+  async function putRollout(c) {
+    const ifMatch = c.req.header('if-match')
+    // Without it a PUT would replace whatever revision it happened to read, another admin's
+    // or the controller's change of a moment ago included.
+    if (ifMatch === undefined) {
+      throw new Problem(428, 'Precondition Required', 'a rollout PUT must name the revision it replaces: send If-Match with the ETag from GET', { slug: 'if-match-required' })
+    }
+    const { catalog, rollouts } = c.get('isolate')
+    // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
+    const model = await catalog.describe(c.req.param().model, c.get('requestId'), { fresh: true })
+    const body: unknown = jsonBody(c.get('bodyText'))
+    const raw = isRecord(body) && isRecord(body.rollout) ? body.rollout : body
+    const parsed = rolloutSchema.safeParse(raw)
+    if (!parsed.success) {
+      const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
+      throw new Problem(400, 'Bad Request', 'the rollout is invalid', { slug: 'invalid-rollout', errors })
+    }
+    const unknown = unknownVersions(parsed.data, model)
+    if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
+    const stored = await rollouts.get(model.name, { fresh: true })
+    const kept = controllerFieldErrors(raw, stored?.rollout.canary)
+    if (kept.length > 0) throw new Problem(400, 'Bad Request', 'the rollout sets fields only the rollout controller keeps', { slug: 'invalid-rollout', errors: kept })
+    const current = stored?.revision ?? 0
+    const expected = matchedRevision(ifMatch, stored?.revision)
+    const conflict = () => new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
+    const actor = c.var.caller?.name ?? 'admin'
+    // The layout is derived from the revision it replaces, so that one must be the one just read.
+    const rollout = withLayout(parsed.data, stored?.rollout)
+    // When If-Match names none of the stored revision, this may be the retry of a PUT that was
+    // applied after its answer was given up: each named revision's change is looked up by its
+    // id (the store applies nothing for an id it has not seen while the revision differs).
+    for (const from of expected === undefined ? taggedRevisions(ifMatch) : [expected]) {
+      const id = await putChangeId(model.name, actor, from, raw)
+      const revision = await rollouts.compareAndSet(model.name, from, rollout, { id, entry: manualEntry(id, model.name, actor, stored?.rollout, rollout, from + 1) })
+      if (revision === undefined) continue
+      if (from === current) {
+        c.header('etag', etag(revision))
+        return c.json({ model: model.name, revision, source: 'stored', rollout })
       }
-      const { catalog, rollouts } = c.get('isolate')
-      // What the backend serves now: a version it stopped serving must not be accepted from a cached list.
-      const model = await catalog.describe(c.req.param('model'), c.get('requestId'), { fresh: true })
-      const body: unknown = jsonBody(c.get('bodyText'))
-      const raw = isRecord(body) && isRecord(body.rollout) ? body.rollout : body
-      const parsed = rolloutSchema.safeParse(raw)
-      if (!parsed.success) {
-        const errors = parsed.error.issues.map((i) => ({ path: formatPath(i.path) || '(body)', message: i.message }))
-        throw new Problem(400, 'Bad Request', 'the rollout is invalid', { slug: 'invalid-rollout', errors })
+      // A retry of a change already made: answered with what it made, while that is still what is stored.
+      if (stored && stored.revision === revision) {
+        c.header('etag', etag(revision))
+        return c.json({ model: model.name, revision, source: 'stored', rollout: stored.rollout })
       }
-      const unknown = unknownVersions(parsed.data, model)
-      if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
-      const stored = await rollouts.get(model.name, { fresh: true })
-      const kept = controllerFieldErrors(raw, stored?.rollout.canary)
-      if (kept.length > 0) throw new Problem(400, 'Bad Request', 'the rollout sets fields only the rollout controller keeps', { slug: 'invalid-rollout', errors: kept })
-      const current = stored?.revision ?? 0
-      const expected = matchedRevision(ifMatch, stored?.revision)
-      const conflict = () => new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
-      const actor = c.var.caller?.name ?? 'admin'
-      // The layout is derived from the revision it replaces, so that one must be the one just read.
-      const rollout = withLayout(parsed.data, stored?.rollout)
-      // When If-Match names none of the stored revision, this may be the retry of a PUT that was
-      // applied after its answer was given up: each named revision's change is looked up by its
-      // id (the store applies nothing for an id it has not seen while the revision differs).
-      for (const from of expected === undefined ? taggedRevisions(ifMatch) : [expected]) {
-        const id = await putChangeId(model.name, actor, from, raw)
-        const revision = await rollouts.compareAndSet(model.name, from, rollout, { id, entry: manualEntry(id, model.name, actor, stored?.rollout, rollout, from + 1) })
-        if (revision === undefined) continue
-        if (from === current) {
-          c.header('etag', etag(revision))
-          return c.json({ model: model.name, revision, source: 'stored', rollout })
-        }
-        // A retry of a change already made: answered with what it made, while that is still what is stored.
-        if (stored && stored.revision === revision) {
-          c.header('etag', etag(revision))
-          return c.json({ model: model.name, revision, source: 'stored', rollout: stored.rollout })
-        }
-        throw new Problem(412, 'Precondition Failed', `this change was applied as revision ${revision}, and the rollout has changed since (now revision ${current}); read it again`, { slug: 'rollout-conflict' })
-      }
-      throw conflict()
-    })
-    .get('/v1/models/:model/rollout/history', async (c) => {
-      // Mounted behind the admin scope like the rollout itself; should that guard ever be
-      // missing, refuse rather than show the history to anyone.
-      if (!c.var.caller?.scopes.includes('admin')) throw new Problem(401, 'Unauthorized', 'an API key with the "admin" scope is required')
-      const raw = c.req.query('limit')
-      const limit = raw === undefined ? DEFAULT_HISTORY_LIMIT : Number(raw)
-      if (!Number.isInteger(limit) || limit < 1 || limit > HISTORY_CAP) throw new Problem(400, 'Bad Request', `limit must be an integer from 1 to ${HISTORY_CAP}`)
-      // No catalog lookup: the history of a model the backend no longer serves is still wanted.
-      const model = c.req.param('model')
-      return c.json({ model, entries: await c.get('isolate').history.list(model, limit) })
-    })
+      throw new Problem(412, 'Precondition Failed', `this change was applied as revision ${revision}, and the rollout has changed since (now revision ${current}); read it again`, { slug: 'rollout-conflict' })
+    }
+    throw conflict()
+  }
+
+/** `GET /v1/models/{model}/rollout/history`: the controller's decisions and the PUTs, newest first (`?limit=`, default 100, at most 500). */
+const getRolloutHistory = (): Responder<{ isolate: { history: HistoryReader } } & AuthVariables> =>
+  async function getRolloutHistory(c) {
+    // Mounted behind the admin scope like the rollout itself; should that guard ever be
+    // missing, refuse rather than show the history to anyone.
+    if (!c.var.caller?.scopes.includes('admin')) throw new Problem(401, 'Unauthorized', 'an API key with the "admin" scope is required')
+    const raw = c.req.query('limit')
+    const limit = raw === undefined ? DEFAULT_HISTORY_LIMIT : Number(raw)
+    if (!Number.isInteger(limit) || limit < 1 || limit > HISTORY_CAP) throw new Problem(400, 'Bad Request', `limit must be an integer from 1 to ${HISTORY_CAP}`)
+    // No catalog lookup: the history of a model the backend no longer serves is still wanted.
+    const model = c.req.param().model
+    return c.json({ model, entries: await c.get('isolate').history.list(model, limit) })
+  }
+
+/** The rollout of a model: its weights, pins, shadow and canary, and its history (admin scope). */
+export const rolloutRoutes = () => [
+  route({
+    method: 'get',
+    path: '/v1/models/:model/rollout',
+    guard: 'admin',
+    operationId: 'getRollout',
+    summary: 'The rollout of a model: arms and weights, pins, shadow, canary',
+    tag: 'rollout',
+    parameters: ['Model'],
+    answers: { 200: { description: 'the rollout, stored or the default one', schema: rolloutState, headers: ['ETag', ...RATE_LIMIT] } },
+    problems: [404],
+    handle: answer(getRollout()),
+  }),
+  route({
+    method: 'put',
+    path: '/v1/models/:model/rollout',
+    guard: 'admin',
+    body: rolloutPut,
+    operationId: 'putRollout',
+    summary: 'Replace the rollout (compare-and-set with If-Match)',
+    description: 'Replaces the whole rollout atomically. A layout left out is derived from the stored one, so a weight change moves only users between the arms whose weights changed. A rollout with a `canary` hands that arm to the controller.',
+    tag: 'rollout',
+    parameters: ['Model', 'IfMatch'],
+    answers: { 200: { description: 'stored', schema: rolloutStored, headers: ['ETag', ...RATE_LIMIT] } },
+    problems: [404, 412, 428],
+    handle: answer(putRollout()),
+  }),
+  route({
+    method: 'get',
+    path: '/v1/models/:model/rollout/history',
+    guard: 'admin',
+    operationId: 'getRolloutHistory',
+    summary: 'Rollout decisions (controller) and changes (PUT), newest first',
+    tag: 'rollout',
+    parameters: ['Model', 'HistoryLimit'],
+    answers: { 200: { description: 'the history', schema: rolloutHistory, headers: RATE_LIMIT } },
+    problems: [400],
+    handle: answer(getRolloutHistory()),
+  }),
+] as const

@@ -3,7 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
-import { backendStatsRoutes, backendStatsOf } from '../../../edge/console/backend-stats.ts'
+import { backendStatsOf } from '../../../edge/console/backend-stats.ts'
+import { backendStats } from '../../../edge/routes/backend-stats.ts'
 import type { BackendStats } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/app.ts'
 import { onError } from '../../../edge/on-error.ts'
@@ -77,7 +78,7 @@ describe('GET /v1/backend/stats', () => {
     const { port } = silent.address() as { port: number }
     const bounded = new Hono<AppEnv>()
       .use((c, next) => (c.set('requestId', 'stats-test'), next()))
-      .route('/', backendStatsRoutes({ timeoutMs: 200 }))
+      .get('/v1/backend/stats', backendStats({ timeoutMs: 200 }))
       .onError(onError)
     try {
       const res = await bounded.request('/v1/backend/stats', {}, { BACKEND_URL: `http://127.0.0.1:${port}` })
@@ -96,7 +97,7 @@ describe('GET /v1/backend/stats', () => {
     const { port } = html.address() as { port: number }
     const route = new Hono<AppEnv>()
       .use((c, next) => (c.set('requestId', 'stats-test'), next()))
-      .route('/', backendStatsRoutes())
+      .get('/v1/backend/stats', backendStats())
       .onError(onError)
     try {
       const res = await route.request('/v1/backend/stats', {}, { BACKEND_URL: `http://127.0.0.1:${port}` })

@@ -8,7 +8,7 @@ import type { Rollout } from '../../../edge/rollout/rollout.ts'
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { InProcessBackendStandIn } from '../../../load/bench/edge/in-process-backend.ts'
 import { creditRiskMetadata } from '../../../load/bench/edge/workload.ts'
-import { armsOf, expectSharesOfWeights, expectUsersNear, moves } from './movement.ts'
+import { armsOf, expectSharesOfWeights, expectUsersNear, moves } from '../rollout/movement.ts'
 
 const PATH = '/v1/models/credit-risk/rollout'
 const admin = generateApiKey('test')

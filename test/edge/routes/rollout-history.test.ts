@@ -9,7 +9,7 @@ import { type HistoryEntry } from '../../../edge/stores/history/history-store.ts
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { InProcessBackendStandIn } from '../../../load/bench/edge/in-process-backend.ts'
 import { creditRiskMetadata } from '../../../load/bench/edge/workload.ts'
-import { FakeMonitorSource, window } from './support.ts'
+import { FakeMonitorSource, window } from '../rollout/support.ts'
 
 const PATH = '/v1/models/credit-risk/rollout'
 const env = { BACKEND_URL: 'in-process-stand-in' }
