@@ -1368,7 +1368,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             500: components["responses"]["Problem500"];
@@ -2149,6 +2151,7 @@ export interface operations {
             /** @description the edge is not ready: its calls to the backend are going unanswered */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
