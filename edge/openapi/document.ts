@@ -87,7 +87,9 @@ const SERVERS: JsonObject[] = [
   { url: 'http://127.0.0.1:8787', description: 'local: `npm start`' },
 ]
 
-const SCHEMAS = { ...componentsOf(requestSchemas, 'input'), ...componentsOf(responseSchemas, 'output') }
+let schemas: Record<string, JsonObject> | undefined
+/** The body schemas' components, generated on first use (not at the worker's start). */
+const schemaComponents = () => (schemas ??= { ...componentsOf(requestSchemas, 'input'), ...componentsOf(responseSchemas, 'output') })
 
 const ref = (name: string): JsonObject => ({ $ref: SCHEMA_URI(name) })
 
@@ -177,7 +179,7 @@ export const documentOf = (routes: ReadonlyArray<RouteSpec>): OpenApiDocument =>
     security: SECURITY,
     paths,
     components: {
-      schemas: SCHEMAS,
+      schemas: schemaComponents(),
       responses,
       parameters: Object.fromEntries(Object.entries(PARAMETERS).map(([name, parameter]) => [name, parameterOf(parameter)])),
       headers: HEADERS as unknown as JsonObject,
