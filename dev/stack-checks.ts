@@ -1,4 +1,5 @@
 import { createServer } from 'node:net'
+import { portHolder } from './lifecycle.ts'
 
 /**
  * What `npm start` checks so that it never reports a stack it did not start: its ports are free
@@ -11,8 +12,12 @@ export const assertPortFree = (port: number, variable: string): Promise<void> =>
   new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${error.code ?? error.message})`
-      reject(new Error(`port ${port} ${why}: stop what holds it, or set ${variable} to another port`))
+      if (error.code !== 'EADDRINUSE') return reject(new Error(`port ${port} cannot be listened on (${error.code ?? error.message}): set ${variable} to another port`))
+      const holder = portHolder(port)
+      const earlier = holder && /dev\/leash\.mjs|backend\/server\.ts|wrangler(\.js)? dev|workerd/.test(holder.command)
+      reject(new Error(holder
+        ? `${earlier ? 'edge-infer from an earlier run' : `\`${holder.command.slice(0, 120)}\``} (pid ${holder.pid}) holds port ${port}; stop it with \`kill -- -${holder.pgrp}\`, or set ${variable} to another port`
+        : `port ${port} is already in use: stop what holds it, or set ${variable} to another port`))
     })
     probe.listen({ port, host: '127.0.0.1', exclusive: true }, () => probe.close(() => resolve()))
   })

@@ -7,6 +7,7 @@ import { Redis } from '@upstash/redis'
 import { generateApiKey, hashApiKey } from '../edge/stores/keys/api-key.ts'
 import { featureKey } from '../edge/stores/features/feature-store.ts'
 import seed from '../edge/stores/features/demo-seed.json' with { type: 'json' }
+import { whenLaunchersExit } from './lifecycle.ts'
 import { portFromEnv } from './server-process.ts'
 import { assertPortFree, confirmBackend, confirmEdge } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
@@ -25,8 +26,10 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
  *
  * It never reports a stack it did not start: both ports must be free before anything starts,
  * the backend must answer with the instance id given to it and the edge must accept the fresh
- * key. It exits 0 only when asked to stop (Ctrl-C or SIGTERM); a failed start or a child that
- * exits on its own stops the rest and exits 1.
+ * key. It exits 0 only when asked to stop (Ctrl-C, SIGTERM, SIGHUP when the terminal closes, or
+ * its launcher — npm, sh, tsx — exiting, kill -9 included); a failed start or a child that exits
+ * on its own stops the rest and exits 1. Each child runs on a leash (dev/leash.mjs) that stops it,
+ * with everything it started, when this process is gone, however it died.
  */
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const BACKEND_PORT = portFromEnv('BACKEND_PORT', { fallback: 8000, anyFree: false })
@@ -37,12 +40,19 @@ const TICK_S = Number(process.env.CONTROLLER_TICK_S ?? 60)
 /** `wrangler dev --test-scheduled` runs the scheduled handler on a GET of this path. */
 const SCHEDULED_PATH = '/__scheduled?cron=*+*+*+*+*'
 
+const LEASH = fileURLToPath(new URL('./leash.mjs', import.meta.url))
 const children: ChildProcess[] = []
 let adapter: UpstashAdapter | undefined
 
-const start = (name: string, command: string, args: string[], env: Record<string, string>): ChildProcess => {
-  // Own process group: wrangler leaves esbuild and workerd children behind if only it is killed.
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+/** A child of the stack: its leash, and the pid of the command the leash runs. */
+interface Child {
+  leash: ChildProcess
+  pid: Promise<number>
+}
+
+const start = (name: string, command: string, args: string[], env: Record<string, string>): Child => {
+  // The leash's stdin is this process's end of a pipe: it closes when this process is gone.
+  const child = spawn(process.execPath, [LEASH, command, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
   children.push(child)
   const prefix = (line: string) => process.stdout.write(`[${name}] ${line}\n`)
   createInterface({ input: child.stdout! }).on('line', prefix)
@@ -53,11 +63,16 @@ const start = (name: string, command: string, args: string[], env: Record<string
       stop(1)
     }
   })
-  return child
+  const pid = new Promise<number>((resolve) => {
+    let text = ''
+    child.stdio[3]!.on('data', (chunk: Buffer) => (text += chunk.toString()))
+    child.stdio[3]!.on('end', () => resolve(Number(text.trim()) || child.pid!))
+  })
+  return { leash: child, pid }
 }
 
 let stopping = false
-/** Stops every child (as a group) and exits with `exitCode` once they are gone. */
+/** Stops every child (its leash stops the child's whole group) and exits with `exitCode` once they are gone. */
 const stop = (exitCode: number) => {
   if (stopping) return
   stopping = true
@@ -65,7 +80,7 @@ const stop = (exitCode: number) => {
   for (const child of children) {
     if (child.pid !== undefined && child.exitCode === null) {
       try {
-        process.kill(-child.pid, 'SIGTERM')
+        process.kill(child.pid, 'SIGTERM')
       } catch {
         // already gone
       }
@@ -78,6 +93,8 @@ const stop = (exitCode: number) => {
 }
 process.on('SIGINT', () => stop(0))
 process.on('SIGTERM', () => stop(0))
+process.on('SIGHUP', () => stop(0))
+whenLaunchersExit(() => stop(0))
 
 /** The Upstash adapter in front of the given Redis, with the demo users' features written to it. */
 const startRedisAdapter = async (redisUrl: string): Promise<UpstashAdapter> => {
@@ -120,7 +137,7 @@ const main = async () => {
 
   const instanceId = randomUUID()
   const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, INFER_TOKEN: inferToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
-  process.stdout.write(`[backend] pid ${backend.pid}\n`)
+  process.stdout.write(`[backend] pid ${await backend.pid}\n`)
   await confirmBackend(BACKEND_URL, instanceId, { cancelled: () => stopping })
   const edge = start('edge', process.execPath, [
     'node_modules/wrangler/bin/wrangler.js', 'dev', '--ip', '127.0.0.1', '--port', String(EDGE_PORT), '--show-interactive-dev-session=false', '--log-level', 'warn', '--test-scheduled',
@@ -130,7 +147,7 @@ const main = async () => {
     // Offline, the lookup of a real Request.cf object fails with a getaddrinfo stack trace; the placeholder serves locally.
     CLOUDFLARE_CF_FETCH_ENABLED: 'false',
   })
-  process.stdout.write(`[edge] pid ${edge.pid}\n`)
+  process.stdout.write(`[edge] pid ${await edge.pid}\n`)
   await confirmEdge(EDGE_URL, key, { cancelled: () => stopping })
   if (TICK_S > 0) {
     const ticker = setInterval(() => void fetch(`${EDGE_URL}${SCHEDULED_PATH}`).then((r) => r.arrayBuffer(), () => undefined), TICK_S * 1000)

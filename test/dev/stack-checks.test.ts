@@ -26,7 +26,7 @@ describe('assertPortFree', () => {
     await expect(assertPortFree(port, 'BACKEND_PORT')).resolves.toBeUndefined()
     const url = await foreign(200, {})
     const taken = Number(new URL(url).port)
-    await expect(assertPortFree(taken, 'BACKEND_PORT')).rejects.toThrow(`port ${taken} is already in use: stop what holds it, or set BACKEND_PORT to another port`)
+    await expect(assertPortFree(taken, 'BACKEND_PORT')).rejects.toThrow(new RegExp(`\\(pid ${process.pid}\\) holds port ${taken}; stop it with \`kill -- -\\d+\`, or set BACKEND_PORT to another port$`))
   })
 })
 

@@ -93,7 +93,8 @@ describe('npm start', () => {
     try {
       const stack = startStack(ports)
       expect(await stack.exited).toBe(1)
-      expect(stack.lines).toContain(`npm start failed: port ${taken} is already in use: stop what holds it, or set ${variable} to another port`)
+      // The squatter is this test's own process: named by its pid, with the command that stops its group.
+      expect(stack.lines).toContainEqual(expect.stringMatching(new RegExp(`^npm start failed: .* \\(pid ${process.pid}\\) holds port ${taken}; stop it with \`kill -- -\\d+\`, or set ${variable} to another port$`)))
       expect(stack.lines.some((l) => l.startsWith('edge-infer is up') || l.includes('[backend] pid'))).toBe(false)
     } finally {
       await new Promise((resolve) => squatter.close(resolve))
