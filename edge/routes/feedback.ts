@@ -1,7 +1,7 @@
 import { minuteOf } from '../../shared/drift/report.ts'
 import { z } from 'zod'
 import { formatPath } from '../format.ts'
-import { BODY_PROBLEMS, RATE_LIMIT } from '../openapi/components.ts'
+import { RATE_LIMIT } from '../openapi/components.ts'
 import { keyName } from '../stores/keys/api-key.ts'
 import type { AuthVariables } from '../pipeline/auth/index.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
@@ -132,7 +132,6 @@ export const feedbackRoutes = () => [
     description: 'One item `{request_id, label, index?}` or an array of up to 1000, labels arriving any time within the TTL (FEEDBACK_TTL_SECONDS, default 30 days) for models with feedback on (FEEDBACK_MODELS). A request id names a prediction made by a key of the caller\'s tenant (the key entry\'s `tenant`, else its name); a key that also holds the admin scope may name another tenant per item (`tenant`), any other key naming one is refused with 403. `index` names the instance and may be left out only for a request with one. A well-formed body is answered 200 with a result per item, in order, and the count of each: accepted (counted once, now or by an earlier send of the same label), duplicate (the instance holds another label; the first stands), unknown_or_expired (never recorded, past its TTL, or not the tenant\'s), invalid_label, invalid_index. Nothing is silently dropped. A 503 after the labels were sent means their outcome is unknown: sending the same feedback again is safe, a label is counted at most once.',
     tag: 'feedback',
     answers: { 200: { description: 'the result of each item', schema: feedbackResponse, headers: RATE_LIMIT } },
-    problems: BODY_PROBLEMS,
     handle: answer(postFeedback()),
   }),
 ] as const

@@ -1,7 +1,7 @@
 import type { InferRequest } from '../../shared/protocol.ts'
 import type { ModelCatalog } from '../backend-client/catalog.ts'
 import type { Transport } from '../backend-client/transport.ts'
-import { BODY_PROBLEMS, RATE_LIMIT, TIER_PROBLEMS, type ParameterName } from '../openapi/components.ts'
+import { RATE_LIMIT, TIER_PROBLEMS, type ParameterName } from '../openapi/components.ts'
 import { inferRequest, inferResponse } from '../openapi/schemas.ts'
 import type { AuthVariables } from '../pipeline/auth/index.ts'
 import { model } from '../pipeline/model/index.ts'
@@ -81,7 +81,7 @@ const inferRoute = (path: string, operationId: string, summary: string, paramete
     tag: 'inference',
     parameters: [...parameters, 'ModelVersionPin', 'ExperimentKey', 'DeadlineMs'],
     answers: { 200: { description: 'the backend\'s infer response', schema: inferResponse, headers: ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', ...RATE_LIMIT] } },
-    problems: [...BODY_PROBLEMS, ...TIER_PROBLEMS],
+    problems: TIER_PROBLEMS,
     handle: tensors(options),
   })
 

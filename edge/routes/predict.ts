@@ -1,7 +1,7 @@
 import type { ModelCatalog } from '../backend-client/catalog.ts'
 import type { Transport } from '../backend-client/transport.ts'
 import type { EdgeSettings } from '../bindings.ts'
-import { BODY_PROBLEMS, RATE_LIMIT, TIER_PROBLEMS } from '../openapi/components.ts'
+import { RATE_LIMIT, TIER_PROBLEMS } from '../openapi/components.ts'
 import { predictRequest, predictResponse } from '../openapi/schemas.ts'
 import type { AuthVariables } from '../pipeline/auth/index.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
@@ -67,7 +67,7 @@ export const predictRoutes = (options: ForwardOptions = {}) => [
         headers: ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', 'ServerTiming', 'XInputNormalized', 'XFeaturesDegraded', ...RATE_LIMIT],
       },
     },
-    problems: [...BODY_PROBLEMS, 422, ...TIER_PROBLEMS],
+    problems: [422, ...TIER_PROBLEMS],
     handle: predictions(options),
   }),
 ] as const
