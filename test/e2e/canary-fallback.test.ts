@@ -1,16 +1,15 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import { assignArm, type Rollout } from '../../edge/rollout/rollout.ts'
 import { generateApplicants } from '../../tools/training/applicants.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { sendPinnedTraffic } from '../../dev/canary-traffic.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { promtoolCheckMetrics } from '../edge/pipeline/request-metrics/promtool.ts'
-import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, replaceRollout, type Schemas } from '../support/client.ts'
+import { ROLLOUT_KEYS, STEP_EVERY_TICK, startStack, type Stack } from '../support/stack.ts'
 
 /**
  * A failing canary that no client sees, end to end: the bundled worker in real workerd, the real
@@ -27,12 +26,10 @@ const ANOTHER_STALLED_VERSION = 5
 const ROWS = 16
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>>
-let upstash: UpstashRedis
-let backend: BackendProcess
-let proxy: Server
+let stack: Stack
 let worker: RunningWorker
-const client = generateApiKey('test')
-const admin = generateApiKey('test')
+let client = ''
+let admin = ''
 let seed = 70_000
 
 /** Forwards everything to the backend, except infer calls to the stalled version: those are held until the caller gives up. */
@@ -57,10 +54,9 @@ const startStallingProxy = async (target: string): Promise<Server> => {
 const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': init.key ?? admin, 'content-type': 'application/json', ...init.headers } })
 
-const putRollout = async (rollout: unknown) => {
-  const current = await edge(`/v1/models/${MODEL}/rollout`)
-  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
-  expect(res.status, await res.clone().text()).toBe(200)
+const putRollout = async (rollout: Schemas['RolloutPut']) => {
+  const res = await replaceRollout(edgeClient(worker.url, { key: admin }), rollout, MODEL)
+  expect(res.status, JSON.stringify(res.body)).toBe(200)
 }
 
 const halfCanary = (stable: number, canary: number) => ({
@@ -118,29 +114,29 @@ const weights = async () => (await rollout()).arms.map((a) => `${a.variant}:v${a
 
 beforeAll(async () => {
   repository = await createCanaryRepository({ 1: 'same', 2: 'nan', 3: 'same', 4: 'nan', 5: 'same' })
-  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
-  proxy = await startStallingProxy(backend.url)
-  worker = await startWorker({
-    BACKEND_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    API_KEYS: JSON.stringify([
-      { name: 'app', hash: await hashApiKey(client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
-      { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
-    ]),
-    UPSTASH_REDIS_REST_URL: upstash.adapter.url,
-    UPSTASH_REDIS_REST_TOKEN: TOKEN,
-    CONTROLLER_DWELL_MINUTES: '0',
-    CONTROLLER_CLEAN_WINDOWS: '1',
-    CONTROLLER_MIN_REQUESTS: '10',
+  stack = await startStack({
+    redis: { token: TOKEN, commandTimeoutMs: 2_000 },
+    backend: { MODEL_REPOSITORY: repository.root, DRIFT_FLUSH_MS: '500' },
+    keys: ROLLOUT_KEYS,
+    between: async (backendUrl) => {
+      const proxy = await startStallingProxy(backendUrl)
+      return {
+        url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        close: () => {
+          proxy.closeAllConnections()
+          return new Promise((resolve) => proxy.close(resolve))
+        },
+      }
+    },
+    worker: STEP_EVERY_TICK,
   })
+  worker = stack.worker
+  client = stack.keys.app!
+  admin = stack.keys.ops!
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  proxy?.closeAllConnections()
-  await new Promise((resolve) => proxy ? proxy.close(resolve) : resolve(undefined))
-  await backend?.stop()
-  await upstash?.stop()
+  await stack?.stop()
   await repository?.remove()
 })
 

@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import type { Applicant } from '../../tools/training/applicants.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { startReceiver, type Receiver } from '../edge/rollout/receiver.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { ROWS_PER_REQUEST, canaryRollout, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
-import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, replaceRollout, type Schemas } from '../support/client.ts'
+import { ROLLOUT_KEYS, STEP_EVERY_TICK, startStack, type Stack } from '../support/stack.ts'
 
 /**
  * The rollout controller end to end: the bundled worker in real workerd (its scheduled handler
@@ -22,12 +21,11 @@ const TOKEN = 'canary-e2e-test-token-0123456789'
 const MODEL = 'credit-risk'
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>>
-let upstash: UpstashRedis
-let backend: BackendProcess
+let stack: Stack
 let receiver: Receiver
 let worker: RunningWorker
-const client = generateApiKey('test')
-const admin = generateApiKey('test')
+let client = ''
+let admin = ''
 let seed = 50_000
 
 const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
@@ -37,10 +35,9 @@ const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
 const traffic = (version: number, rows: number, edit?: (a: Applicant) => Applicant): Promise<Map<number, number>> =>
   sendPinnedTraffic({ edgeUrl: worker.url, key: client, model: MODEL, version, rows, seed: seed++, ...(edit ? { edit } : {}) })
 
-const putRollout = async (rollout: unknown) => {
-  const current = await edge(`/v1/models/${MODEL}/rollout`)
-  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
-  expect(res.status, await res.clone().text()).toBe(200)
+const putRollout = async (rollout: Schemas['RolloutPut']) => {
+  const res = await replaceRollout(edgeClient(worker.url, { key: admin }), rollout, MODEL)
+  expect(res.status, JSON.stringify(res.body)).toBe(200)
 }
 
 const rollout = async (): Promise<Rollout> => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout
@@ -58,34 +55,29 @@ const weights = async () => (await rollout()).arms.map((a) => `${a.variant}:v${a
 beforeAll(async () => {
   // 1 and 2: the same network; 3 emits NaN; 4 scores everyone 1.5 logits riskier; 5 and 6 the same network again.
   repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: 'nan', 4: { shiftLogit: 1.5 }, 5: 'same', 6: 'same' })
-  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
   receiver = await startReceiver()
-  worker = await startWorker({
-    BACKEND_URL: backend.url,
-    API_KEYS: JSON.stringify([
-      { name: 'app', hash: await hashApiKey(client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
-      { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
-    ]),
-    MAX_INSTANCES: String(ROWS_PER_REQUEST),
-    UPSTASH_REDIS_REST_URL: upstash.adapter.url,
-    UPSTASH_REDIS_REST_TOKEN: TOKEN,
-    ALERT_WEBHOOK_URL: receiver.url,
-    // No dwell and one clean window per step, so the test steps on every tick; the rest as deployed.
-    CONTROLLER_DWELL_MINUTES: '0',
-    CONTROLLER_CLEAN_WINDOWS: '1',
-    CONTROLLER_MIN_REQUESTS: '10',
-    // Both arms share two busy cores with the test: a p95 hold would be the machine's, not the
-    // canary's (the p95 rule is pinned by the policy's own tests).
-    CONTROLLER_P95_SLACK_MS: '1000',
+  stack = await startStack({
+    redis: { token: TOKEN, commandTimeoutMs: 2_000 },
+    backend: { MODEL_REPOSITORY: repository.root, DRIFT_FLUSH_MS: '500' },
+    keys: ROLLOUT_KEYS,
+    worker: {
+      MAX_INSTANCES: String(ROWS_PER_REQUEST),
+      ALERT_WEBHOOK_URL: receiver.url,
+      // The test steps on every tick; the rest as deployed.
+      ...STEP_EVERY_TICK,
+      // Both arms share two busy cores with the test: a p95 hold would be the machine's, not the
+      // canary's (the p95 rule is pinned by the policy's own tests).
+      CONTROLLER_P95_SLACK_MS: '1000',
+    },
   })
+  worker = stack.worker
+  client = stack.keys.app!
+  admin = stack.keys.ops!
 })
 
 afterAll(async () => {
-  await worker?.dispose()
+  await stack?.stop()
   await receiver?.close()
-  await backend?.stop()
-  await upstash?.stop()
   await repository?.remove()
 })
 

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
+import { generateApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { ROWS_PER_REQUEST } from '../../dev/canary-traffic.ts'
 import { SCENE_CONTROLLER, SCENE_MODEL, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from '../../console/scene.ts'
 import type { DriftReport } from '../../backend/monitor/drift/report.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 /**
  * The operator console in headless Chromium against the bundled worker in workerd and the real
@@ -25,12 +25,12 @@ const WAIT = { timeout: 30_000 }
 const INFER_TOKEN = 'console-test-infer-token-0123456789'
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>> | undefined
-let backend: BackendProcess | undefined
+let stack: Stack | undefined
 let worker: RunningWorker | undefined
 let browser: BrowserContext | undefined
 let scratch: string | undefined
-const admin = generateApiKey('test')
-const predictOnly = generateApiKey('test')
+let admin = ''
+let predictOnly = ''
 const requests: Request[] = []
 /** Each page's console errors (and uncaught exceptions). */
 const errors = new Map<Page, string[]>()
@@ -74,17 +74,17 @@ const show = async (page: Page, view: string) => {
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'console-browser-'))
   repository = await createCanaryRepository(SCENE_VERSIONS)
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root, INFER_TOKEN })
-  worker = await startWorker({
-    BACKEND_URL: backend.url,
-    INFER_TOKEN,
-    API_KEYS: JSON.stringify([
-      { name: 'ops', hash: await hashApiKey(admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000_000 },
-      { name: 'app', hash: await hashApiKey(predictOnly), scopes: ['predict'], rate_limit_per_minute: 1_000 },
-    ]),
-    MAX_INSTANCES: String(ROWS_PER_REQUEST),
-    ...SCENE_CONTROLLER,
+  stack = await startStack({
+    backend: { MODEL_REPOSITORY: repository.root, INFER_TOKEN },
+    keys: [
+      { name: 'ops', scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000_000 },
+      { name: 'app', scopes: ['predict'], rate_limit_per_minute: 1_000 },
+    ],
+    worker: { INFER_TOKEN, MAX_INSTANCES: String(ROWS_PER_REQUEST), ...SCENE_CONTROLLER },
   })
+  worker = stack.worker
+  admin = stack.keys.ops!
+  predictOnly = stack.keys.app!
   const scene: SceneEdge = {
     url: worker.url,
     key: admin,
@@ -100,8 +100,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close()
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
   await repository?.remove()
   if (scratch) await rm(scratch, { recursive: true, force: true })
 })

@@ -2,11 +2,10 @@ import createClient from 'openapi-fetch'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { z } from 'zod'
 import { responseSchemas } from '../../edge/openapi.ts'
-import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
-import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { creditRequest } from '../backend/support/applicants.ts'
-import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
 import type { components, paths } from '../support/schema.d.ts'
+import { startStack, type Stack } from '../support/stack.ts'
 
 /**
  * The client openapi-typescript generates from the document (test/support/schema.d.ts), driven by
@@ -22,7 +21,7 @@ const APPLICANT = {
   loan_term_months: 36, num_late_payments: 1, region: 'north', housing: 'rent', has_default_history: false,
 }
 
-let backend: BackendProcess
+let stack: Stack
 let worker: RunningWorker
 const keys = { predict: '', admin: '' }
 const clientFor = (key: string) => createClient<paths>({ baseUrl: worker.url, headers: { 'x-api-key': key } })
@@ -30,21 +29,19 @@ let caller: ReturnType<typeof clientFor>
 let admin: ReturnType<typeof clientFor>
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  keys.predict = generateApiKey('test')
-  keys.admin = generateApiKey('test')
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.predict), scopes: ['predict'], rate_limit_per_minute: 600 },
-    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['predict', 'admin'], rate_limit_per_minute: 600 },
-  ]
-  worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify(entries) })
+  stack = await startStack({ keys: [
+    { name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 },
+    { name: 'ops', scopes: ['predict', 'admin'], rate_limit_per_minute: 600 },
+  ] })
+  worker = stack.worker
+  keys.predict = stack.keys.web!
+  keys.admin = stack.keys.ops!
   caller = clientFor(keys.predict)
   admin = clientFor(keys.admin)
 }, 120_000)
 
 afterAll(async () => {
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 /**

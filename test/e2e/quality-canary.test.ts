@@ -1,14 +1,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { listen, readBody } from '../../dev/http-server.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
 import { type LabelledAnswer, ROWS_PER_REQUEST, canaryRollout, sendFeedback, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
-import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
-import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import { until } from '../backend/support/backend-process.ts'
+import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, replaceRollout, type Schemas } from '../support/client.ts'
+import { STEP_EVERY_TICK, startStack, type Stack } from '../support/stack.ts'
 
 /**
  * What only the edge can see, end to end: the bundled worker in real workerd, the real backend
@@ -25,20 +25,17 @@ const LABELS = ['low_risk', 'high_risk']
 const HANGING = 4
 
 let repository: Awaited<ReturnType<typeof createCanaryRepository>>
-let upstash: UpstashRedis
-let backend: BackendProcess
-let proxy: { url: string; close(): Promise<void> }
+let stack: Stack
 let worker: RunningWorker
-const keys = { client: generateApiKey('test'), labeller: generateApiKey('test'), admin: generateApiKey('test') }
+const keys = { client: '', labeller: '', admin: '' }
 let seed = 70_000
 
 const edge = (path: string, init: RequestInit = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': keys.admin, 'content-type': 'application/json', ...init.headers } })
 
-const putRollout = async (rollout: unknown) => {
-  const current = await edge(`/v1/models/${MODEL}/rollout`)
-  const res = await edge(`/v1/models/${MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
-  expect(res.status, await res.clone().text()).toBe(200)
+const putRollout = async (rollout: Schemas['RolloutPut']) => {
+  const res = await replaceRollout(edgeClient(worker.url, { key: keys.admin }), rollout, MODEL)
+  expect(res.status, JSON.stringify(res.body)).toBe(200)
 }
 const weights = async () => ((await (await edge(`/v1/models/${MODEL}/rollout`)).json()) as { rollout: Rollout }).rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
 const history = async (): Promise<HistoryEntry[]> => ((await (await edge(`/v1/models/${MODEL}/rollout/history`)).json()) as { entries: HistoryEntry[] }).entries
@@ -77,33 +74,31 @@ const startProxy = async (target: string) => {
 beforeAll(async () => {
   // 1 and 3: the demo network; 2: half the applicants (the riskiest) ranked upside down; 4: the demo network behind a proxy that hangs.
   repository = await createCanaryRepository({ 1: 'same', 2: { labelFlip: 0.5 }, 3: 'same', 4: 'same' })
-  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
-  backend = await startBackend({ MODEL_REPOSITORY: repository.root, UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, DRIFT_FLUSH_MS: '500' })
-  proxy = await startProxy(backend.url)
-  worker = await startWorker({
-    BACKEND_URL: proxy.url,
-    API_KEYS: JSON.stringify([
-      { name: 'app', hash: await hashApiKey(keys.client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
-      { name: 'labels', tenant: 'app', hash: await hashApiKey(keys.labeller), scopes: ['feedback'], rate_limit_per_minute: 1_000_000 },
-      { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
-    ]),
-    MAX_INSTANCES: String(ROWS_PER_REQUEST),
-    UPSTASH_REDIS_REST_URL: upstash.adapter.url,
-    UPSTASH_REDIS_REST_TOKEN: TOKEN,
-    FEEDBACK_MODELS: MODEL,
-    CONTROLLER_DWELL_MINUTES: '0',
-    CONTROLLER_CLEAN_WINDOWS: '1',
-    CONTROLLER_MIN_REQUESTS: '10',
-    CONTROLLER_MIN_LABELS: '500',
-    CONTROLLER_P95_SLACK_MS: '1000',
+  stack = await startStack({
+    redis: { token: TOKEN, commandTimeoutMs: 2_000 },
+    backend: { MODEL_REPOSITORY: repository.root, DRIFT_FLUSH_MS: '500' },
+    keys: [
+      { name: 'app', scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
+      { name: 'labels', tenant: 'app', scopes: ['feedback'], rate_limit_per_minute: 1_000_000 },
+      { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
+    ],
+    between: startProxy,
+    worker: {
+      MAX_INSTANCES: String(ROWS_PER_REQUEST),
+      FEEDBACK_MODELS: MODEL,
+      ...STEP_EVERY_TICK,
+      CONTROLLER_MIN_LABELS: '500',
+      CONTROLLER_P95_SLACK_MS: '1000',
+    },
   })
+  worker = stack.worker
+  keys.client = stack.keys.app!
+  keys.labeller = stack.keys.labels!
+  keys.admin = stack.keys.ops!
 })
 
 afterAll(async () => {
-  await worker?.dispose()
-  await proxy?.close()
-  await backend?.stop()
-  await upstash?.stop()
+  await stack?.stop()
   await repository?.remove()
 })
 

@@ -8,19 +8,13 @@ import { Problem } from '../../edge/problem.ts'
 import { MemoryRolloutStore } from '../../edge/stores/rollouts/memory.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { applicant } from '../backend/support/applicants.ts'
+import { edgeClient, type EdgeClient } from '../support/client.ts'
 
 let backend: BackendProcess
 let key: string
 let app: ReturnType<typeof createApp>
 let env: Record<string, string>
-
-interface PredictBody {
-  model: string
-  version: string
-  variant: string
-  request_id: string
-  predictions: Array<{ label: string; probability: number; scores: Record<string, number> }>
-}
+let edge: EdgeClient
 
 /** An applicant as a client sends it: request features only, the user id as the entity. */
 const instance = (i: number) => {
@@ -28,12 +22,6 @@ const instance = (i: number) => {
   return request
 }
 
-const predict = (body: unknown, headers: Record<string, string> = {}) =>
-  app.request('/v1/models/credit-risk/predict', {
-    method: 'POST',
-    body: JSON.stringify(body),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
-  }, env)
 
 beforeAll(async () => {
   backend = await startBackend({ MODEL_REPOSITORY: 'models' })
@@ -41,6 +29,7 @@ beforeAll(async () => {
   const store = new MemoryKeyStore([{ name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1000 }])
   app = createApp({ parts: { keys: store } })
   env = { BACKEND_URL: backend.url, MAX_INSTANCES: '64' }
+  edge = edgeClient((request) => app.request(request, undefined, env), { headers: { authorization: `Bearer ${key}` } })
 })
 
 afterAll(async () => {
@@ -49,9 +38,9 @@ afterAll(async () => {
 
 describe('POST /v1/models/{model}/predict through the real backend', () => {
   it('answers labelled predictions from the newest version, with routing and timing headers', async () => {
-    const res = await predict({ instances: [instance(1), instance(2), instance(3)], entity: { user_id: 'u-1' } }, { 'x-request-id': 'predict-test-0001' })
+    const res = await edge.predict({ instances: [instance(1), instance(2), instance(3)], entity: { user_id: 'u-1' } }, { headers: { 'x-request-id': 'predict-test-0001' } })
     expect(res.status).toBe(200)
-    const body = (await res.json()) as PredictBody
+    const body = res.body
     expect(body).toMatchObject({ model: 'credit-risk', version: '2', variant: 'stable', request_id: 'predict-test-0001' })
     expect(body.predictions).toHaveLength(3)
     for (const p of body.predictions) {
@@ -68,31 +57,31 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
   })
 
   it('enriches instances with the entity features of the user, defaults for an unknown user', async () => {
-    const known = (await (await predict({ instances: [instance(7)], entity: { user_id: 'u-1' } })).json()) as PredictBody
-    const unknown = (await (await predict({ instances: [instance(7)], entity: { user_id: 'nobody' } })).json()) as PredictBody
+    const known = (await edge.predict({ instances: [instance(7)], entity: { user_id: 'u-1' } })).body
+    const unknown = (await edge.predict({ instances: [instance(7)], entity: { user_id: 'nobody' } })).body
     expect(known.predictions[0].scores.high_risk).not.toBeCloseTo(unknown.predictions[0].scores.high_risk, 6)
   })
 
   it('computes identical instances once and fans the answer back out', async () => {
-    const res = await predict({ instances: [instance(5), instance(6), instance(5)], entity: { user_id: 'u-2' } })
-    const body = (await res.json()) as PredictBody
+    const res = await edge.predict({ instances: [instance(5), instance(6), instance(5)], entity: { user_id: 'u-2' } })
+    const body = res.body
     expect(body.predictions[0]).toEqual(body.predictions[2])
     expect(body.predictions[0]).not.toEqual(body.predictions[1])
   })
 
   it('serves a pinned version, and refuses unknown or malformed pins', async () => {
-    const pinned = await predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { 'x-model-version': '1' })
+    const pinned = await edge.predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { version: 1 })
     expect(pinned.status).toBe(200)
-    expect(((await pinned.json()) as PredictBody).version).toBe('1')
-    const unknown = await predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { 'x-model-version': '9' })
+    expect(pinned.body.version).toBe('1')
+    const unknown = await edge.predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { version: 9 })
     expect(unknown.status).toBe(404)
-    expect(await unknown.json()).toMatchObject({ status: 404, detail: expect.stringMatching(/no version 9/) })
-    expect((await predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { 'x-model-version': 'latest' })).status).toBe(400)
+    expect(unknown.error).toMatchObject({ status: 404, detail: expect.stringMatching(/no version 9/) })
+    expect((await edge.predict({ instances: [instance(1)], entity: { user_id: 'u-3' } }, { headers: { 'x-model-version': 'latest' } })).status).toBe(400)
   })
 
   it('counts and applies normalization fixes', async () => {
     const messy = { ...instance(1), region: ' north', age: '41' }
-    const res = await predict({ instances: [messy], entity: { user_id: 'u-4' } })
+    const res = await edge.predict({ instances: [messy], entity: { user_id: 'u-4' } })
     expect(res.status).toBe(200)
     expect(res.headers.get('x-input-normalized')).toBe('2')
   })
@@ -101,7 +90,7 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
     const lines: string[] = []
     const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
     try {
-      await predict({ instances: [{ ...instance(2), age: '30', housing: 'rent ' }], entity: { user_id: 'u-9' } }, { 'x-request-id': 'log-test-00000001' })
+      await edge.predict({ instances: [{ ...instance(2), age: '30', housing: 'rent ' }], entity: { user_id: 'u-9' } }, { headers: { 'x-request-id': 'log-test-00000001' } })
     } finally {
       spy.mockRestore()
     }
@@ -111,11 +100,11 @@ describe('POST /v1/models/{model}/predict through the real backend', () => {
   })
 
   it('refuses invalid instances with every field error, before the backend is asked', async () => {
-    const res = await predict({ instances: [{ ...instance(1), age: 17.5 }, { ...instance(2), income: -1, colour: 'red' }], entity: { user_id: 'u-5' } })
+    const res = await edge.predict({ instances: [{ ...instance(1), age: 17.5 }, { ...instance(2), income: -1, colour: 'red' }], entity: { user_id: 'u-5' } })
     expect(res.status).toBe(400)
     expect(res.headers.get('content-type')).toBe('application/problem+json')
-    const problem = (await res.json()) as { errors: Array<{ path: string }> }
-    expect(problem.errors.map((e) => e.path).sort()).toEqual(['instances[0].age', 'instances[1].colour', 'instances[1].income'])
+    const problem = res.error!
+    expect(problem.errors!.map((e) => e.path).sort()).toEqual(['instances[0].age', 'instances[1].colour', 'instances[1].income'])
   })
 
   it('refuses a request without a key with 401 and a challenge', async () => {

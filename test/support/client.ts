@@ -105,3 +105,9 @@ export const edgeClient = (target: Target, { key, headers = {} }: ClientOptions 
 }
 
 export type EdgeClient = ReturnType<typeof edgeClient>
+
+/** Replaces the rollout against whatever revision is stored now (GET's ETag, then PUT): what a test does between scenarios. */
+export const replaceRollout = async (edge: EdgeClient, rollout: Schemas['RolloutPut'], model = DEFAULT_MODEL, call: CallOptions = {}) => {
+  const current = await edge.rollout.get(model, call)
+  return edge.rollout.put(rollout, current.headers.get('etag')!, model, call)
+}

@@ -35,6 +35,11 @@ export interface StackOptions {
   backend?: Record<string, string>
   /** The worker's bindings, over BACKEND_URL, API_KEYS (from `keys`) and the Upstash variables; `false` starts no worker. */
   worker?: Record<string, string> | false
+  /**
+   * A hop the suite puts between the worker and the backend (a stalling proxy): started with the
+   * backend's URL, it gives the URL the worker calls; `stop()` closes it after the worker, before the backend.
+   */
+  between?: (backendUrl: string) => Promise<{ url: string; close(): Promise<unknown> }>
   /** Default: `web` with the predict scope and `ops` with the admin scope. */
   keys?: StackKey[]
 }
@@ -56,11 +61,20 @@ export const DEFAULT_KEYS: StackKey[] = [
   { name: 'ops', scopes: ['admin'] },
 ]
 
+/** The rollout suites' keys: an app with the predict scope and an operator, neither ever rate limited. */
+export const ROLLOUT_KEYS: StackKey[] = [
+  { name: 'app', scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
+  { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
+]
+
+/** Controller bindings that step on every tick (no dwell, one clean window, ten requests), so a suite moves a canary without waiting minutes. */
+export const STEP_EVERY_TICK = { CONTROLLER_DWELL_MINUTES: '0', CONTROLLER_CLEAN_WINDOWS: '1', CONTROLLER_MIN_REQUESTS: '10' }
+
 const upstashEnv = (upstash: UpstashRedis, token: string) => ({ UPSTASH_REDIS_REST_URL: upstash.adapter.url, UPSTASH_REDIS_REST_TOKEN: token })
 
 export function startStack(options: StackOptions & { redis: RedisOptions }): Promise<Stack & { upstash: UpstashRedis }>
 export function startStack(options?: StackOptions): Promise<Stack>
-export async function startStack({ redis, backend: backendEnv = {}, worker: bindings = {}, keys = DEFAULT_KEYS }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ redis, backend: backendEnv = {}, worker: bindings = {}, between, keys = DEFAULT_KEYS }: StackOptions = {}): Promise<Stack> {
   const stops: Array<() => Promise<unknown>> = []
   const stop = async () => {
     for (const stopPart of stops.splice(0).reverse()) await stopPart()
@@ -77,7 +91,9 @@ export async function startStack({ redis, backend: backendEnv = {}, worker: bind
     const apiKeys = JSON.stringify(await Promise.all(keys.map(async ({ rate_limit_per_minute = 100_000, ...k }) => ({ ...k, hash: await hashApiKey(generated[k.name]!), rate_limit_per_minute }))))
     let worker: RunningWorker | undefined
     if (bindings !== false) {
-      const started = await startWorker({ BACKEND_URL: backend.url, API_KEYS: apiKeys, ...redisFor('worker'), ...bindings })
+      const hop = between ? await between(backend.url) : undefined
+      if (hop) stops.push(() => hop.close())
+      const started = await startWorker({ BACKEND_URL: hop?.url ?? backend.url, API_KEYS: apiKeys, ...redisFor('worker'), ...bindings })
       stops.push(() => started.dispose())
       worker = started
     }

@@ -7,6 +7,7 @@ import { NORMALIZED, REQUEST_METRICS_HASH, type Tally, field } from '../../../..
 import { applicant } from '../../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
+import { edgeClient } from '../../../support/client.ts'
 
 const TOKEN = 'normalization-metrics-test-token-01'
 
@@ -28,10 +29,9 @@ const sloppy = (i: number) => ({ ...instance(i), age: String(instance(i).age), r
 
 const appWith = (env: Record<string, string>) => {
   const app = createApp({ parts: { keys: store }, log: () => {} })
-  const predict = (key: string, body: unknown) =>
-    app.request('/v1/models/credit-risk/predict', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-api-key': key } }, env)
+  const edge = edgeClient((request) => app.request(request, undefined, env))
   const metrics = (key = keys.ops) => app.request('/metrics', { headers: { 'x-api-key': key } }, env)
-  return { predict, metrics }
+  return { edge, metrics }
 }
 
 beforeAll(async () => {
@@ -52,12 +52,12 @@ afterAll(async () => {
 
 describe('input fixes counted per API key', () => {
   it('counts only the keys whose requests needed fixing, and serves the counters to admins', async () => {
-    const { predict, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
-    const fixed = await predict(keys.ios, { instances: [sloppy(1), sloppy(2)], entity: { user_id: 'u-1' } })
+    const { edge, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
+    const fixed = await edge.predict({ instances: [sloppy(1), sloppy(2)], entity: { user_id: 'u-1' } }, { key: keys.ios })
     expect(fixed.status).toBe(200)
     expect(fixed.headers.get('x-input-normalized')).toBe('6')
-    expect((await predict(keys.ios, { instances: [sloppy(3)], entity: { user_id: 'u-1' } })).status).toBe(200)
-    expect((await predict(keys.web, { instances: [instance(1)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    expect((await edge.predict({ instances: [sloppy(3)], entity: { user_id: 'u-1' } }, { key: keys.ios })).status).toBe(200)
+    expect((await edge.predict({ instances: [instance(1)], entity: { user_id: 'u-1' } }, { key: keys.web })).status).toBe(200)
 
     const res = await metrics()
     expect(res.status).toBe(200)
@@ -71,8 +71,8 @@ describe('input fixes counted per API key', () => {
   })
 
   it('counts keys named like built-in object properties as any other key, and touches no built-in object', async () => {
-    const { predict, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
-    for (const name of BUILT_IN_NAMES) expect((await predict(builtIns[name], { instances: [sloppy(1)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    const { edge, metrics } = appWith({ BACKEND_URL: backend.url, MAX_INSTANCES: '64' })
+    for (const name of BUILT_IN_NAMES) expect((await edge.predict({ instances: [sloppy(1)], entity: { user_id: 'u-1' } }, { key: builtIns[name] })).status).toBe(200)
     const text = await (await metrics()).text()
     for (const name of BUILT_IN_NAMES) {
       expect(text).toContain(`edge_input_normalized_requests_total{key="${name}"} 1\n`)
@@ -88,8 +88,8 @@ describe('input fixes counted per API key', () => {
     // Two apps with their own services stand for two isolates.
     const first = appWith(env)
     const second = appWith(env)
-    expect((await first.predict(keys.web, { instances: [sloppy(4)], entity: { user_id: 'u-1' } })).status).toBe(200)
-    expect((await second.predict(keys.web, { instances: [sloppy(5)], entity: { user_id: 'u-1' } })).status).toBe(200)
+    expect((await first.edge.predict({ instances: [sloppy(4)], entity: { user_id: 'u-1' } }, { key: keys.web })).status).toBe(200)
+    expect((await second.edge.predict({ instances: [sloppy(5)], entity: { user_id: 'u-1' } }, { key: keys.web })).status).toBe(200)
     // The counts go out with the request counts, within the flush interval; wait for them rather than for time.
     const counted = async () => Number(await upstash.client.hget(REQUEST_METRICS_HASH, field(NORMALIZED, 'web')))
     for (let i = 0; i < 250 && (await counted()) !== 2; i++) await new Promise((r) => setTimeout(r, 20))
