@@ -4,10 +4,11 @@ import { writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { Redis } from '@upstash/redis'
-import { generateApiKey, hashApiKey } from '../edge/stores/keys/api-key.ts'
+import { generateApiKey } from '../edge/stores/keys/api-key.ts'
 import { featureKey } from '../edge/stores/features/feature-store.ts'
 import seed from '../edge/stores/features/demo-seed.json' with { type: 'json' }
 import { whenLaunchersExit } from './lifecycle.ts'
+import { LOCAL_KEYS_FILE, localDevKey } from './local-keys.ts'
 import { portFromEnv } from './server-process.ts'
 import { assertPortFree, confirmBackend, confirmEdge } from './stack-checks.ts'
 import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/server.ts'
@@ -15,7 +16,8 @@ import { startUpstashAdapter, type UpstashAdapter } from './upstash-adapter/serv
 /**
  * `npm start`: the whole stack on embedded defaults — the inference backend with the bundled
  * models, the edge worker in `wrangler dev` (local workerd, no Cloudflare account) pointed at
- * it, a fresh local API key — then a request that works as pasted. Ctrl-C stops everything.
+ * it, a local API key (kept in .dev.keys.json across restarts; `--fresh-key` makes a new one) —
+ * then a request that works as pasted. Ctrl-C stops everything.
  * With `REDIS_URL` set, the edge uses that Redis (features, rate limits, rollout state) through
  * the local Upstash REST adapter, seeded with the demo users.
  *
@@ -103,7 +105,7 @@ const startRedisAdapter = async (redisUrl: string): Promise<UpstashAdapter> => {
   for (const [entity, ids] of Object.entries(seed)) {
     for (const [id, values] of Object.entries(ids)) await client.hset(featureKey(entity, id), values)
   }
-  process.stdout.write(`[redis] ${redisUrl} through the Upstash adapter at ${adapter.url}\n`)
+  process.stdout.write(`[redis] ${redisUrl} through the Upstash adapter at ${adapter.url} (token ${adapter.token}): \`UPSTASH_REDIS_REST_URL=${adapter.url} UPSTASH_REDIS_REST_TOKEN=${adapter.token} npm run keys:create -- --redis …\` issues keys into it\n`)
   return adapter
 }
 
@@ -115,15 +117,14 @@ const exampleInstance = () => ({
 const main = async () => {
   await assertPortFree(BACKEND_PORT, 'BACKEND_PORT')
   await assertPortFree(EDGE_PORT, 'EDGE_PORT')
-  const key = generateApiKey('local')
+  const { key, entries } = await localDevKey({ fresh: process.argv.includes('--fresh-key') })
   // The local stack authenticates the edge to its backend as production does.
   const inferToken = randomBytes(24).toString('base64url')
-  const entry = { name: 'local-dev', hash: await hashApiKey(key), scopes: ['predict', 'admin', 'feedback'], rate_limit_per_minute: 6_000 }
   const redis = process.env.REDIS_URL ? await startRedisAdapter(process.env.REDIS_URL) : undefined
   // wrangler dev reads secrets for local runs from .dev.vars (git-ignored); only the hash is written.
   // With [secrets] declared in wrangler.toml it takes just those from the file, so the rest
   // (vars, the optional local Redis, controller overrides) go on the command line.
-  writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify([entry])}'\n`)
+  writeFileSync(`${ROOT}.dev.vars`, `API_KEYS='${JSON.stringify(entries)}'\n`)
   const vars: Record<string, string> = {
     BACKEND_URL,
     INFER_TOKEN: inferToken,
@@ -158,7 +159,7 @@ const main = async () => {
   process.stdout.write([
     '',
     `edge-infer is up: edge ${EDGE_URL} → backend ${BACKEND_URL}  (Ctrl-C stops both)`,
-    `local API key (predict, admin, feedback): ${key}`,
+    `local API key (predict, admin, feedback; kept in ${LOCAL_KEYS_FILE}, \`npm start -- --fresh-key\` replaces it): ${key}`,
     `rollout controller: a tick every ${TICK_S > 0 ? `${TICK_S} s` : '(off)'}; tick now: curl -s '${EDGE_URL}${SCHEDULED_PATH}'`,
     'Try:',
     `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -H 'x-request-id: try-it-0001' -d '${body}'`,

@@ -3,6 +3,7 @@ import { Redis } from '@upstash/redis'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
 import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/stores/keys/api-key.ts'
 import { KeyConfigError, parseApiKeys } from '../../edge/stores/keys/key-store.ts'
+import { LOCAL_KEYS_FILE, addLocalKey } from '../../dev/local-keys.ts'
 
 /**
  * `npm run keys:create -- --name web --scopes predict[,admin] [--tenant shop] [--rate 600] [--env live] [--json] [--redis]`
@@ -11,8 +12,10 @@ import { KeyConfigError, parseApiKeys } from '../../edge/stores/keys/key-store.t
  * `API_KEYS` secret, which holds only the key's SHA-256 hash. With `--redis` the entry is written
  * to the Redis the edge shares (UPSTASH_REDIS_REST_URL / _TOKEN) instead, live without a redeploy;
  * a name that the `API_KEYS` secret in this environment holds is then refused, as the edge would.
+ * With `--local` the key and its entry are added to the local stack's keys file, which `npm start`
+ * gives its edge on the next start.
  */
-const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json]
+const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json] [--redis | --local]
 
   --name    who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)
   --scopes  comma-separated: ${SCOPES.join(', ')}
@@ -21,7 +24,8 @@ const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<sc
   --env     environment tag in the key's prefix, e.g. live, test, local (default live)
   --json    print one JSON object {"key", "entry"} instead of labelled text
   --redis   store the entry in Redis (hash "${API_KEYS_HASH}") at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN;
-            a name held by API_KEYS (when set in the environment) is refused`
+            a name held by API_KEYS (when set in the environment) is refused
+  --local   add the key to the local stack's keys file (${LOCAL_KEYS_FILE}); npm start's edge accepts it from its next start`
 
 class UsageError extends Error {}
 
@@ -33,6 +37,7 @@ interface CreateKeyArgs {
   env: string
   json: boolean
   redis: boolean
+  local: boolean
 }
 
 const parse = (argv: string[]): CreateKeyArgs | 'help' => {
@@ -48,6 +53,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
         env: { type: 'string' },
         json: { type: 'boolean' },
         redis: { type: 'boolean' },
+        local: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -66,6 +72,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
     seen.add(token.name)
   }
 
+  if (values.redis && values.local) throw new UsageError('--redis and --local name two different places; give one')
   if (values.name === undefined) throw new UsageError('--name is required')
   if (values.scopes === undefined) throw new UsageError(`--scopes is required (${SCOPES.join(', ')})`)
   const scopes = values.scopes.split(',').map((scope) => scope.trim())
@@ -85,7 +92,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
     const flag = { name: '--name', tenant: '--tenant', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
     throw new UsageError(`${flag} ${issue.message}`)
   }
-  return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false }
+  return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false, local: values.local ?? false }
 }
 
 const redisFromEnv = (): Redis | undefined => {
@@ -138,16 +145,25 @@ const main = async () => {
   const key = generateApiKey(args.env)
   const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, ...(args.tenant === undefined ? {} : { tenant: args.tenant }), hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
   if (redis) await redis.hset(API_KEYS_HASH, { [entry.hash]: JSON.stringify(entry) })
+  if (args.local) {
+    try {
+      addLocalKey(key, entry)
+    } catch (err) {
+      process.stderr.write(`error: ${(err as Error).message}\n`)
+      process.exitCode = 2
+      return
+    }
+  }
   if (args.json) {
     process.stdout.write(`${JSON.stringify({ key, entry })}\n`)
     return
   }
   process.stdout.write(
     [
-      `API key for "${entry.name}" (shown only now and stored nowhere; hand it to the client and keep it secret):`,
+      args.local ? `API key for "${entry.name}" (kept in ${LOCAL_KEYS_FILE}; npm start's edge accepts it from its next start):` : `API key for "${entry.name}" (shown only now and stored nowhere; hand it to the client and keep it secret):`,
       key,
       '',
-      redis ? `Entry, stored in Redis (hash "${API_KEYS_HASH}"; revoke with HDEL ${API_KEYS_HASH} ${entry.hash}):` : 'Entry for the API_KEYS secret (add it to the JSON array, e.g. `wrangler secret put API_KEYS`):',
+      args.local ? 'Entry, in the local keys file:' : redis ? `Entry, stored in Redis (hash "${API_KEYS_HASH}"; revoke with HDEL ${API_KEYS_HASH} ${entry.hash}):` : 'Entry for the API_KEYS secret (add it to the JSON array, e.g. `wrangler secret put API_KEYS`):',
       JSON.stringify(entry),
       '',
     ].join('\n'),

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { createServer, type Server } from 'node:net'
 import { createInterface } from 'node:readline'
 import { describe, expect, it } from 'vitest'
+import { LOCAL_DEV_KEY, readLocalKeys } from '../../dev/local-keys.ts'
 import { freePort } from '../support/ports.ts'
 
 /** Pulls the URL, headers and body out of the printed curl line, as a person pasting it would run it. */
@@ -68,6 +69,23 @@ describe('npm start', () => {
     const stillUp = await fetch(`http://127.0.0.1:${ports.backend}/v2/health/live`).then(() => true, () => false)
     const edgeUp = await fetch(`http://127.0.0.1:${ports.edge}/healthz`).then(() => true, () => false)
     expect([stillUp, edgeUp]).toEqual([false, false])
+  })
+
+  it('prints the same local key after a restart, the one kept in the local keys file', async () => {
+    const keyOf = async () => {
+      const ports = { backend: await freePort(), edge: await freePort() }
+      const stack = startStack(ports)
+      try {
+        return /: (ei_local_\S+)$/.exec(await stack.line(/^local API key/))?.[1]
+      } finally {
+        stack.child.kill('SIGTERM')
+        await stack.exited
+      }
+    }
+    const first = await keyOf()
+    expect(first).toMatch(/^ei_local_/)
+    expect(await keyOf()).toBe(first)
+    expect(readLocalKeys().keys.find((k) => k.entry.name === LOCAL_DEV_KEY)?.key).toBe(first)
   })
 
   it('exits 1 and stops the edge when the backend dies on its own', async () => {

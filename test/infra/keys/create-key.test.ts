@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { apiKeysSchema, hashApiKey, isApiKey } from '../../../edge/stores/keys/api-key.ts'
@@ -6,6 +9,7 @@ import { auth } from '../../../edge/pipeline/auth/index.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { isolateCache } from '../../../edge/isolate.ts'
 import { isolate } from '../../../edge/pipeline/isolate/index.ts'
+import { readLocalKeys } from '../../../dev/local-keys.ts'
 import { runCreateKey } from './support/create-key-process.ts'
 
 const createKey = (...args: string[]) => runCreateKey(args)
@@ -89,6 +93,20 @@ describe('keys:create', () => {
     expect(code).toBe(2)
     expect(stdout).toBe('')
     expect(stderr).toMatch(/--name "web" is taken by an entry of API_KEYS/)
+  })
+
+  it('adds the key to the local stack keys file with --local, and refuses a name it holds', async () => {
+    const EDGE_INFER_LOCAL_KEYS = join(mkdtempSync(join(tmpdir(), 'keys-local-')), '.dev.keys.json')
+    const { code, stdout } = await runCreateKey(['--name', 'web', '--scopes', 'predict', '--local'], { EDGE_INFER_LOCAL_KEYS })
+    expect(code).toBe(0)
+    const key = stdout.split('\n')[1]
+    expect(stdout).toMatch(/^API key for "web" \(kept in .*; npm start's edge accepts it from its next start\)/)
+    expect(readLocalKeys(EDGE_INFER_LOCAL_KEYS).keys).toEqual([{ key, entry: { name: 'web', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 600 } }])
+    const again = await runCreateKey(['--name', 'web', '--scopes', 'predict', '--local'], { EDGE_INFER_LOCAL_KEYS })
+    expect(again.code).toBe(2)
+    expect(again.stderr).toMatch(/already holds a key named "web"/)
+    expect(again.stdout).toBe('')
+    expect((await runCreateKey(['--name', 'web', '--scopes', 'predict', '--local', '--redis'])).stderr).toMatch(/--redis and --local name two different places/)
   })
 
   it('prints usage for --help', async () => {
