@@ -111,3 +111,20 @@ export async function startStack({ redis, backend: backendEnv = {}, worker: bind
     throw err
   }
 }
+
+export interface EdgeOverBackend {
+  backend: BackendProcess
+  worker: RunningWorker
+  /** A key with the predict scope and one with the admin scope. */
+  keys: { predict: string; admin: string }
+  stop(): Promise<void>
+}
+
+/** The real backend (with `backendEnv`) and the bundled worker in workerd in front of it, with a predict key and an admin key. */
+export const startEdgeOverBackend = async (backendEnv: Record<string, string>): Promise<EdgeOverBackend> => {
+  const { backend, worker, keys, stop } = await startStack({
+    backend: backendEnv,
+    keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 6_000 }, { name: 'ops', scopes: ['admin'], rate_limit_per_minute: 600 }],
+  })
+  return { backend, worker, keys: { predict: keys.web!, admin: keys.ops! }, stop }
+}

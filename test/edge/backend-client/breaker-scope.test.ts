@@ -10,6 +10,7 @@ import { Problem } from '../../../edge/problem.ts'
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { applicant } from '../../backend/support/applicants.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
+import { edgeClient } from '../../support/client.ts'
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 const answered = (version: number) => json(200, { model_name: 'credit-risk', model_version: String(version), id: 'x', parameters: {}, outputs: [] })
@@ -113,20 +114,15 @@ describe('predict with a failing shadow, through the real backend', () => {
     const background: Promise<unknown>[] = []
     const executionCtx = { waitUntil: (p: Promise<unknown>) => void background.push(p), passThroughOnException: () => {}, props: {} }
     const { account_age_months: _a, num_products: _n, ...instance } = applicant(1)
-    const predict = (user: string, headers: Record<string, string> = {}) =>
-      app.request('/v1/models/credit-risk/predict', {
-        method: 'POST',
-        body: JSON.stringify({ instances: [instance], entity: { user_id: user } }),
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
-      }, { BACKEND_URL: backend.url }, executionCtx)
+    const edge = edgeClient((request) => app.request(request, undefined, { BACKEND_URL: backend.url }, executionCtx), { headers: { authorization: `Bearer ${key}` } })
 
-    for (let i = 0; i < 10; i++) expect((await predict(`user-${i}`)).status).toBe(200)
+    for (let i = 0; i < 10; i++) expect((await edge.predict([instance], { entity: { user_id: `user-${i}` } })).status).toBe(200)
     expect(heldShadows).toHaveLength(10)
     for (const fail of heldShadows) fail()
     await Promise.all(background)
 
-    expect((await predict('user-after')).status).toBe(200)
-    const pinned = await predict('user-pinned', { 'x-model-version': '1' })
+    expect((await edge.predict([instance], { entity: { user_id: 'user-after' } })).status).toBe(200)
+    const pinned = await edge.predict([instance], { entity: { user_id: 'user-pinned' }, version: 1 })
     expect(pinned.status).toBe(200)
     expect(pinned.headers.get('x-model-version')).toBe('1')
   })

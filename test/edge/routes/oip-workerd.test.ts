@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BackendProcess } from '../../backend/support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../../backend/support/fixture-repository.ts'
-import { startEdgeOverBackend, type EdgeOverBackend, type RunningWorker } from '../support/workerd.ts'
+import type { RunningWorker } from '../support/workerd.ts'
+import { startEdgeOverBackend, type EdgeOverBackend } from '../../support/stack.ts'
 
 // The compute-bound builder writes a postprocess but no `features`: a model predict cannot serve.
 const SPEC_LESS = 'spec-less'

@@ -5,9 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
-import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { bundledWorkerOptions } from '../../../dev/workerd.ts'
-import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const run = promisify(execFile)
@@ -44,37 +42,6 @@ export const startWorker = async (bindings: Record<string, string>): Promise<Run
     async dispose() {
       await mf.dispose()
       await rm(outdir, { recursive: true, force: true })
-    },
-  }
-}
-
-export interface EdgeOverBackend {
-  backend: BackendProcess
-  worker: RunningWorker
-  /** A key with the predict scope and one with the admin scope. */
-  keys: { predict: string; admin: string }
-  stop(): Promise<void>
-}
-
-/** The real backend (with `backendEnv`) and the bundled worker in workerd in front of it, with a predict key and an admin key. */
-export const startEdgeOverBackend = async (backendEnv: Record<string, string>): Promise<EdgeOverBackend> => {
-  const backend = await startBackend(backendEnv)
-  const keys = { predict: generateApiKey('test'), admin: generateApiKey('test') }
-  const entries = [
-    { name: 'web', hash: await hashApiKey(keys.predict), scopes: ['predict'], rate_limit_per_minute: 6_000 },
-    { name: 'ops', hash: await hashApiKey(keys.admin), scopes: ['admin'], rate_limit_per_minute: 600 },
-  ]
-  const worker = await startWorker({ BACKEND_URL: backend.url, API_KEYS: JSON.stringify(entries) }).catch(async (err: unknown) => {
-    await backend.stop()
-    throw err
-  })
-  return {
-    backend,
-    worker,
-    keys,
-    async stop() {
-      await worker.dispose()
-      await backend.stop()
     },
   }
 }
