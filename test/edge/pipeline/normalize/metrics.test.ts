@@ -5,12 +5,14 @@ import { MemoryKeyStore } from '../../../../edge/stores/keys/memory.ts'
 import { normalizationExposition } from '../../../../edge/exposition/normalization.ts'
 import { NORMALIZED, REQUEST_METRICS_HASH, type Tally, field } from '../../../../edge/stores/tallies/tally.ts'
 import { applicant } from '../../../backend/support/applicants.ts'
-import { startBackend, type BackendProcess } from '../../../backend/support/backend-process.ts'
-import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
+import type { BackendProcess } from '../../../backend/support/backend-process.ts'
+import type { UpstashRedis } from '../../../dev/support/upstash-redis.ts'
 import { edgeClient } from '../../../support/client.ts'
+import { startStack, type Stack } from '../../../support/stack.ts'
 
 const TOKEN = 'normalization-metrics-test-token-01'
 
+let stack: Stack
 let backend: BackendProcess
 let upstash: UpstashRedis
 const keys = { web: generateApiKey('test'), ios: generateApiKey('test'), ops: generateApiKey('test') }
@@ -35,8 +37,10 @@ const appWith = (env: Record<string, string>) => {
 }
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: 'models' })
-  upstash = await startUpstashRedis({ token: TOKEN, commandTimeoutMs: 2_000 })
+  // The app runs in process: the stack brings up the backend and Redis, no worker; only the app is given Redis.
+  const started = await startStack({ redis: { token: TOKEN, commandTimeoutMs: 2_000, backend: false }, worker: false, keys: [] })
+  stack = started
+  ;({ backend, upstash } = started)
   store = new MemoryKeyStore([
     { name: 'web', hash: await hashApiKey(keys.web), scopes: ['predict'], rate_limit_per_minute: 1000 },
     { name: 'ios', hash: await hashApiKey(keys.ios), scopes: ['predict'], rate_limit_per_minute: 1000 },
@@ -46,8 +50,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await upstash?.stop()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('input fixes counted per API key', () => {
