@@ -10,6 +10,7 @@ import { applicant } from '../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 import { startRedisServer, type RedisServer } from '../dev/support/redis-server.ts'
+import { edgeClient } from '../support/client.ts'
 
 /**
  * Redis faults end to end: one real redis-server behind the local Upstash adapter, shared by the
@@ -85,15 +86,16 @@ const instance = () => {
   return request
 }
 
-const timed = async (request: () => Promise<Response>): Promise<{ res: Response; ms: number }> => {
+/** A request and how long its answer took, body included (the typed client's answers come read). */
+const timed = async (request: () => Promise<Response | { response: Response }>): Promise<{ res: Response; ms: number }> => {
   const started = performance.now()
-  const res = await request()
-  await res.arrayBuffer().catch(() => undefined)
+  const answer = await request()
+  const res = answer instanceof Response ? answer : answer.response
+  if (!res.bodyUsed) await res.arrayBuffer().catch(() => undefined)
   return { res, ms: Math.round(performance.now() - started) }
 }
 
-const predict = (key: string, user = 'u-before') =>
-  fetch(`${worker.url}/v1/models/${MODEL}/predict`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ instances: [instance()], entity: { user_id: user } }) })
+const predict = (key: string, user = 'u-before') => edgeClient(worker.url, { key }).predict([instance()], { model: MODEL, entity: { user_id: user } })
 const admin = (path: string) => fetch(`${worker.url}${path}`, { headers: { 'x-api-key': secret.admin } })
 const driftReport = () => fetch(`${backend.url}/v2/models/${MODEL}/versions/2/drift`)
 const backendMetrics = () => fetch(`${backend.url}/metrics`)
