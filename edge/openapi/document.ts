@@ -78,8 +78,8 @@ const INFO: JsonObject = {
   version: '0.1.0',
   summary: 'Prediction API for ONNX models at the edge.',
   description: 'A Hono worker at the edge (auth, rate limits, input normalization, validation, feature enrichment, rollout routing) in front of an onnxruntime-node inference tier with dynamic batching. Every failure is an RFC 9457 problem (`application/problem+json`); on /v2 paths it also carries the Open Inference Protocol `error` member.',
-  // The package is private and ships no license: no rights are granted (an SPDX LicenseRef, as SPDX has no id for that).
-  license: { name: 'Proprietary: no license is granted', identifier: 'LicenseRef-Proprietary' },
+  // The repository's LICENSE: Apache-2.0, given by its SPDX id.
+  license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
 }
 
 const SERVERS: JsonObject[] = [

@@ -27,7 +27,7 @@ describe('GET /openapi.json', () => {
     const doc = await served()
     expect(doc.openapi).toBe('3.1.0')
     expect(doc.servers.map((s) => s.url)).toEqual(['https://edge-infer.example.workers.dev', 'http://127.0.0.1:8787'])
-    expect(doc.info.license).toEqual({ name: expect.any(String), identifier: 'LicenseRef-Proprietary' })
+    expect(doc.info.license).toEqual({ name: expect.any(String), identifier: 'Apache-2.0' })
     expect(doc.components.securitySchemes).toEqual({
       bearer: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
       apiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Api-Key' }),
