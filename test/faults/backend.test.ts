@@ -4,11 +4,13 @@ import { createInterface } from 'node:readline'
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
-import { applicant, creditRequest } from '../backend/support/applicants.ts'
+import { creditRequest } from '../backend/support/applicants.ts'
 import { startBackend, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
 import { freePort } from '../support/ports.ts'
+import { edgeClient } from '../support/client.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
 
 /**
  * The inference tiers behind the bundled worker in real workerd, stalled (SIGSTOP) and killed:
@@ -47,17 +49,11 @@ const startTheBackend = async () => {
 }
 
 const predict = async (fault: string) => {
-  const { account_age_months: _a, num_products: _n, ...instance } = applicant(3)
   const started = performance.now()
-  const res = await fetch(`${worker.url}/v1/models/credit-risk/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-deadline-ms': String(DEADLINE_MS) },
-    body: JSON.stringify({ instances: [instance], entity: { user_id: 'u-3' } }),
-  })
-  const body = (await res.json()) as { status?: number; title?: string }
+  const res = await edgeClient(worker.url, { key }).predict([demoApplicant(3)], { entity: { user_id: 'u-3' }, headers: { 'x-request-deadline-ms': String(DEADLINE_MS) } })
   const ms = Math.round(performance.now() - started)
   const servedBy = res.headers.get('x-served-by')
-  const outcome = res.status === 200 ? `200 from ${servedBy}` : `${res.status} ${body.title}${res.headers.has('retry-after') ? ', Retry-After' : ''}`
+  const outcome = res.status === 200 ? `200 from ${servedBy}` : `${res.status} ${res.error?.title}${res.headers.has('retry-after') ? ', Retry-After' : ''}`
   if (fault) measured.push({ fault, outcome, ms })
   return { status: res.status, servedBy, retryAfter: res.headers.get('retry-after'), ms }
 }
