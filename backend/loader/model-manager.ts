@@ -5,8 +5,8 @@ import type { DriftMonitor } from '../monitor/drift/monitor.ts'
 import type { Metrics } from '../monitor/metrics.ts'
 import type { Tracing } from '../monitor/tracing/index.ts'
 import type { ModelConfig } from '../repository/model-config.ts'
-import type { ModelOnDisk, Repository } from '../repository/repository.ts'
-import { ModelVersion, versionNotReady, type LoadOptions } from './model-version.ts'
+import { CONFIG_FILE, type ModelOnDisk, type Repository } from '../repository/repository.ts'
+import { ModelVersion, configRefused, versionNotReady, type LoadOptions } from './model-version.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 
 export interface ModelManagerOptions extends Omit<LoadOptions, 'onBroken'> {
@@ -71,6 +71,8 @@ interface ModelSlot {
   /** Why a version is not serving (or why its on-disk copy was refused while an older copy serves). */
   failures: Map<number, string>
   error?: string
+  /** `error` is the repository's refusal of config.json: the model's owner must fix it, no retry will. */
+  configRefused?: boolean
   /** Serializes loads, reloads and unloads of this model. */
   queue: Promise<void>
   loading: boolean
@@ -169,7 +171,7 @@ export class ModelManager {
     const wanted = parseVersion(version)
     let slot = this.slots.get(name)
     if (!slot) {
-      if (!(await this.repository.has(name))) throw notFound(`unknown model ${quoteInput(name)}`)
+      if (!(await this.repository.has(name))) throw await this.unknown(name)
       slot = this.slot(name)
     }
     if (slot.unloaded) throw unavailable(`model "${name}" is unloaded; load it through the repository API`)
@@ -188,6 +190,9 @@ export class ModelManager {
     const retryAfterS = slot.retry && Math.max(1, Math.ceil((slot.retry.at - this.now()) / 1000))
     // Clients get fixed refusals: the reasons name files, paths and hashes, so they go only to the
     // logs (when the load fails) and the admin's repository index.
+    // A refused config.json is no transient fault: the client gets 409 and what is wrong with it
+    // (field paths and the owner's values, not paths or hashes of the host).
+    if (slot.error && slot.configRefused) throw configRefused(name, slot.error)
     if (slot.error) throw unavailable(`model "${name}" cannot load`, retryAfterS)
     if (wanted !== undefined) {
       const failure = slot.failures.get(wanted)
@@ -207,7 +212,7 @@ export class ModelManager {
       // Gone from disk: whatever still serves it is retired.
       const stale = this.slots.get(name)
       if (stale) await this.attempt(stale)
-      throw notFound(`unknown model ${quoteInput(name)}`)
+      throw await this.unknown(name)
     }
     const slot = this.slot(name)
     slot.unloaded = false
@@ -276,6 +281,12 @@ export class ModelManager {
     this.shuttingDown = true
     for (const slot of this.slots.values()) clearTimeout(slot.retry?.timer)
     await Promise.all([...this.slots.values()].map((slot) => this.enqueue(slot, () => this.retireAll(slot, 'shutdown'))))
+  }
+
+  /** 404 for a name the repository does not serve; a folder of that name without config.json is named as such. */
+  private async unknown(name: string): Promise<InferenceError> {
+    if (await this.repository.lacksConfig(name)) return notFound(`model folder ${quoteInput(name)} has no ${CONFIG_FILE}, so it is not a model of the repository`)
+    return notFound(`unknown model ${quoteInput(name)}`)
   }
 
   private slot(name: string): ModelSlot {
@@ -366,10 +377,12 @@ export class ModelManager {
     }
     if (disk.config === undefined) {
       slot.error = disk.error
+      slot.configRefused = true
       this.options.logger.warn('model config refused', { model: slot.name, reason: disk.error })
       return []
     }
     slot.error = undefined
+    slot.configRefused = undefined
     const config = disk.config
     const configKey = JSON.stringify(config)
     const configChanged = slot.configKey !== undefined && slot.configKey !== configKey

@@ -167,3 +167,7 @@ export class ModelVersion {
 /** A client's refusal: why the version is not ready is in the logs and the repository index, not here. */
 export const versionNotReady = (model: string, version: number | string, retryAfterS = 1): InferenceError =>
   new InferenceError(503, `model "${model}" version ${version} is not ready`, { 'retry-after': String(retryAfterS) }, 'not_ready')
+
+/** The repository refused the model's config.json: permanent until its owner fixes it, so 409 with the reason, no Retry-After. */
+export const configRefused = (model: string, reason: string): InferenceError =>
+  new InferenceError(409, `model "${model}" configuration refused: ${reason}`, {}, 'config_refused')

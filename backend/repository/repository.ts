@@ -79,6 +79,13 @@ export class Repository {
     return MODEL_NAME.test(name) && !name.includes('..') && configExists(join(this.root, name))
   }
 
+  /** Whether `name` is a folder of the repository without config.json (what a model owner forgot, not an unknown name). */
+  async lacksConfig(name: string): Promise<boolean> {
+    if (!MODEL_NAME.test(name) || name.includes('..')) return false
+    const isDir = await stat(join(this.root, name)).then((s) => s.isDirectory(), () => false)
+    return isDir && !(await configExists(join(this.root, name)))
+  }
+
   /** The version folders present, ascending, without verifying them. */
   async versionFolders(name: string): Promise<number[]> {
     const entries = await readdir(join(this.root, name), { withFileTypes: true })

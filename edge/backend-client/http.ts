@@ -77,6 +77,8 @@ export const tierRefusal = (tier: string, status: number, message: string, retry
   if (status === 429 || status === 503 || status === 504) return new BackendRefusal(status, `${tier}: ${message}`, retryAfter)
   if (status === 404) return new NotServed(`${tier}: ${message}`)
   if (status === 400) return new Problem(400, 'Bad Request', `${tier}: ${message}`, { slug: 'invalid-tensor-request' })
+  // The tier refuses the model's config.json: permanent until its owner fixes it, and the tier's reason says what to fix.
+  if (status === 409) return new Problem(409, 'Conflict', `${tier}: ${message}`, { slug: 'model-config-refused' })
   // Permanent: the request is larger than the tier will ever take (no Retry-After, no fallback).
   if (status === 413) return new Problem(413, 'Content Too Large', `${tier}: ${message}`, { slug: 'request-too-large' })
   return new Problem(502, 'Bad Gateway', `the ${tier} refused the request (${status}): ${message}`, { slug: 'backend-refused' })
@@ -160,7 +162,7 @@ export class HttpTransport implements Transport, ProtocolReader {
   async metadata(model: string, requestId: string, deadlineAt?: number): Promise<BackendModelMetadata> {
     const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
-    if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
+    if (res.status === 401 || res.status === 403 || res.status === 409) throw tierRefusal('inference tier', res.status, await backendError(res))
     if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
     return (await res.json()) as BackendModelMetadata
   }

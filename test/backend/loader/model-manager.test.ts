@@ -187,9 +187,26 @@ describe('model lifecycle', () => {
     const url = await launch()
     const entries = await index(url)
     expect(entries.find((e) => e.name === 'broken')).toMatchObject({ state: 'UNAVAILABLE', reason: expect.stringMatching(/dynamic_batching\.max_queue_delay_us/) })
+    // Permanent until the owner edits the file: 409 with what is wrong, no Retry-After, on infer and metadata.
     const res = await post<{ error: string }>(`${url}/v2/models/broken/infer`, { inputs: [] })
-    expect([res.status, res.body.error]).toEqual([503, 'model "broken" cannot load'])
+    expect(res.status).toBe(409)
+    expect(res.body.error).toMatch(/^model "broken" configuration refused: config\.json is invalid: dynamic_batching\.max_queue_delay_us: /)
+    expect(res.headers.get('retry-after')).toBeNull()
+    const metadata = await fetch(`${url}/v2/models/broken`)
+    expect([metadata.status, ((await metadata.json()) as { error: string }).error]).toEqual([409, res.body.error])
     expect((await infer(url)).status).toBe(200)
+  })
+
+  it('names a model folder without config.json as such instead of an unknown model', async () => {
+    const fixture = await start()
+    await fixture.addModel('forgot-config')
+    await rm(join(fixture.root, 'forgot-config', 'config.json'))
+    const url = await launch()
+    const res = await post<{ error: string }>(`${url}/v2/models/forgot-config/infer`, { inputs: [] })
+    expect([res.status, res.body.error]).toEqual([404, 'model folder "forgot-config" has no config.json, so it is not a model of the repository'])
+    const load = await post<{ error: string }>(`${url}/v2/repository/models/forgot-config/load`, '', admin)
+    expect([load.status, load.body.error]).toEqual([404, res.body.error])
+    expect((await post<{ error: string }>(`${url}/v2/models/nothing-here/infer`, { inputs: [] })).body.error).toBe('unknown model "nothing-here"')
   })
 
   it.each([

@@ -20,6 +20,13 @@ beforeAll(async () => {
     maxBatchSize: 1024,
     config: (c) => (c.dynamic_batching = { dispatch: 'delay', max_queue_delay_us: 10_000_000, max_queue_size: 64 }),
   })
+  // A Triton user's first try: config.pbtxt's fields written as JSON.
+  await repo.addModel('triton-shaped', {
+    config: (c) => {
+      for (const key of Object.keys(c)) if (key !== 'name' && key !== 'max_batch_size') delete c[key]
+      Object.assign(c, { platform: 'onnxruntime_onnx', input: [{ name: 'features', data_type: 'TYPE_FP32', dims: [4] }], output: [{ name: 'probabilities', data_type: 'TYPE_FP32', dims: [2] }] })
+    },
+  })
   backend = await startBackend({ MODEL_REPOSITORY: repo.root })
 })
 
@@ -47,6 +54,20 @@ describe('HttpTransport against the real backend', () => {
     const error = await new HttpTransport({ baseUrl: backend.url }).metadata('nope', 'x').catch((e: unknown) => e)
     expect(error).toBeInstanceOf(Problem)
     expect((error as Problem).status).toBe(404)
+  })
+
+  it('passes on a refused config.json as a permanent 409 carrying the backend\'s reason, on infer and on metadata (not a 503 that reads as transient)', async () => {
+    const transport = new HttpTransport({ baseUrl: backend.url })
+    const request = { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32' as const, data: [1, 2, 3, 4] }] }
+    const inferred = await transport.infer({ model: 'triton-shaped', version: 1, request, requestId: 'edge-test-409', deadlineAt: Date.now() + 5_000 }).catch((e: unknown) => e)
+    const described = await transport.metadata('triton-shaped', 'edge-test-409b').catch((e: unknown) => e)
+    for (const error of [inferred, described]) {
+      expect(error).toBeInstanceOf(Problem)
+      const problem = error as Problem
+      expect([problem.status, problem.extra.headers?.['retry-after']]).toEqual([409, undefined])
+      expect(problem.detail).toMatch(/^inference tier: model "triton-shaped" configuration refused: config\.json is invalid: .*platform/)
+      expect(problem.detail).toMatch(/inputs/)
+    }
   })
 
   it('passes the deadline to the backend, whose queue answers 504 when it expires', async () => {
