@@ -3,14 +3,15 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defaultConfig } from '../../../infra/k8s/config.ts'
 import { generateApplicants } from '../../../tools/training/applicants.ts'
-import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { dashboard } from '../../../infra/observability/dashboard.ts'
 import { RENDERED_DIR, RULES_FILE } from '../../../infra/observability/render.ts'
 import { BACKEND_JOB, allAlerts, allRecordings, type AlertRule } from '../../../infra/observability/rules.ts'
 import { EDGE_METRICS } from '../../../infra/observability/sources.ts'
-import { post, startBackend, until, type BackendProcess } from '../../backend/support/backend-process.ts'
+import { post, until, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
-import { startWorker, type RunningWorker } from '../../edge/support/workerd.ts'
+import type { RunningWorker } from '../../edge/support/workerd.ts'
+import { edgeClient, replaceRollout, type Instance, type Schemas } from '../../support/client.ts'
+import { ROLLOUT_KEYS, startStack, type Stack } from '../../support/stack.ts'
 import { exposedNames } from './support/exposition.ts'
 import { startPrometheus, type PrometheusServer } from './support/prometheus.ts'
 import { legendLabels, panelQueries, substituteVariables, type DashboardView } from './support/promql.ts'
@@ -33,9 +34,10 @@ const EXPECTED_EMPTY: Record<string, string> = {
 }
 
 const MODEL = 'credit-risk'
-const client = generateApiKey('test')
-const admin = generateApiKey('test')
-const limited = generateApiKey('test')
+let client = ''
+let admin = ''
+let limited = ''
+let stack: Stack
 let backend: BackendProcess
 let worker: RunningWorker
 let prometheus: PrometheusServer
@@ -45,10 +47,9 @@ const hostPort = (url: string) => new URL(url).host
 const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': init.key ?? client, 'content-type': 'application/json', ...init.headers } })
 
-const putRollout = async (rollout: unknown) => {
-  const current = await edge(`/v1/models/${MODEL}/rollout`, { key: admin })
-  const res = await edge(`/v1/models/${MODEL}/rollout`, { key: admin, method: 'PUT', headers: { 'if-match': current.headers.get('etag')! }, body: JSON.stringify(rollout) })
-  expect(res.status, await res.clone().text()).toBe(200)
+const putRollout = async (rollout: Schemas['RolloutPut']) => {
+  const res = await replaceRollout(edgeClient(worker.url, { key: admin }), rollout, MODEL)
+  expect(res.status, JSON.stringify(res.body)).toBe(200)
 }
 
 const ROWS = 4
@@ -63,14 +64,12 @@ const predicts = async (requests: number, { key = client, pin, edit = (i) => i }
   const instances = generateApplicants(requests * ROWS, seed++).applicants.map((a) => edit(Object.fromEntries(Object.entries(a).filter(([name]) => !fromEntity.includes(name)))))
   const seen: Record<string, number> = {}
   for (let i = 0; i < requests; i++) {
-    const res = await edge(`/v1/models/${MODEL}/predict`, {
-      key,
-      method: 'POST',
-      ...(pin !== undefined && { headers: { 'x-model-version': String(pin) } }),
+    const res = await edgeClient(worker.url, { key }).predict(instances.slice(i * ROWS, (i + 1) * ROWS) as Instance[], {
+      model: MODEL,
+      ...(pin !== undefined && { version: pin }),
       // Users the feature store does not know: their entity features take the spec's defaults.
-      body: JSON.stringify({ instances: instances.slice(i * ROWS, (i + 1) * ROWS), entity: { user_id: `user-${seed}-${i}` } }),
+      entity: { user_id: `user-${seed}-${i}` },
     })
-    await res.arrayBuffer()
     const outcome = `${res.status} ${res.headers.get('x-variant')}`
     seen[outcome] = (seen[outcome] ?? 0) + 1
   }
@@ -95,15 +94,14 @@ const queries = (): Named[] => [
 ]
 
 beforeAll(async () => {
-  backend = await startBackend({ MODEL_REPOSITORY: DEMO_REPOSITORY })
-  worker = await startWorker({
-    BACKEND_URL: backend.url,
-    API_KEYS: JSON.stringify([
-      { name: 'app', hash: await hashApiKey(client), scopes: ['predict'], rate_limit_per_minute: 1_000_000 },
-      { name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 1_000_000 },
-      { name: 'slow-lane', hash: await hashApiKey(limited), scopes: ['predict'], rate_limit_per_minute: 1 },
-    ]),
+  stack = await startStack({
+    backend: { MODEL_REPOSITORY: DEMO_REPOSITORY },
+    keys: [...ROLLOUT_KEYS, { name: 'slow-lane', scopes: ['predict'], rate_limit_per_minute: 1 }],
   })
+  ;({ backend, worker } = stack)
+  client = stack.keys.app!
+  admin = stack.keys.ops!
+  limited = stack.keys['slow-lane']!
   prometheus = await startPrometheus({
     ruleFiles: [join(RENDERED_DIR, RULES_FILE)],
     targets: [
@@ -116,8 +114,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await prometheus?.stop()
-  await worker?.dispose()
-  await backend?.stop()
+  await stack?.stop()
 })
 
 describe('rules and dashboard against a live Prometheus', () => {
