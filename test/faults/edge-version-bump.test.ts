@@ -1,10 +1,12 @@
 import { cp, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applicant, creditRequest } from '../backend/support/applicants.ts'
+import { creditRequest } from '../backend/support/applicants.ts'
 import { post, until, type BackendProcess } from '../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY, createFixtureRepository, type FixtureRepository } from '../backend/support/fixture-repository.ts'
 import type { RunningWorker } from '../edge/support/workerd.ts'
+import { edgeClient, type Schemas } from '../support/client.ts'
+import { demoApplicant } from '../../dev/demo-applicant.ts'
 import { startEdgeOverBackend, type EdgeOverBackend } from '../support/stack.ts'
 
 const MODEL = 'tiny'
@@ -34,14 +36,9 @@ afterAll(async () => {
   await repository?.remove()
 })
 
-const { account_age_months: _a, num_products: _n, ...features } = applicant(3)
-const call = (path: string, body?: unknown, key = keys.predict) =>
-  fetch(`${worker.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-const predict = (user: string) => call(`/v1/models/${MODEL}/predict`, { instances: [features], entity: { user_id: user } })
+const features = demoApplicant(3)
+const edge = () => edgeClient(worker.url, { key: keys.predict })
+const predict = (user: string) => edge().predict([features], { model: MODEL, entity: { user_id: user } })
 
 describe('a routine version bump through the edge', () => {
   it('answers every request sent right after the backend retired the version the edge\'s catalog still routes to, from the new one', async () => {
@@ -56,14 +53,14 @@ describe('a routine version bump through the edge', () => {
 
     const answers = await Promise.all([
       ...Array.from({ length: 8 }, (_, i) => predict(`user-${i + 1}`)),
-      call(`/v2/models/${MODEL}/infer`, creditRequest(1)),
+      edge().predictTensor(creditRequest(1) as Schemas['InferRequest'], { model: MODEL }),
     ])
-    const outcomes = await Promise.all(answers.map(async (res) => ({ status: res.status, version: res.headers.get('x-model-version'), body: res.status === 200 ? '' : await res.text() })))
+    const outcomes = answers.map((res) => ({ status: res.status, version: res.headers.get('x-model-version'), body: res.status === 200 ? '' : JSON.stringify(res.error) }))
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([])
     expect(new Set(outcomes.map((o) => o.version))).toEqual(new Set(['2']))
 
     // Each request sent off its retired version was counted, under the default rollout (revision 0).
-    const rollout = (await (await call(`/v1/models/${MODEL}/rollout`, undefined, keys.admin)).json()) as { source: string; rollout: { arms: Array<{ version: number }> }; rerouted: Record<string, number> }
+    const rollout = (await edge().rollout.get(MODEL, { key: keys.admin })).body
     expect(rollout.source).toBe('default')
     expect(rollout.rollout.arms.map((a) => a.version)).toEqual([2])
     expect(rollout.rerouted.stable).toBeGreaterThanOrEqual(1)
@@ -76,11 +73,7 @@ describe('a routine version bump through the edge', () => {
     await addVersion(2, 3)
     expect((await post(`${backend.url}/v2/repository/models/${MODEL}/load`, '', { authorization: `Bearer ${ADMIN_TOKEN}` })).status).toBe(200)
     await until(async () => ((await (await fetch(`${backend.url}/v2/models/${MODEL}`)).json()) as { versions?: string[] }).versions?.join() === '3')
-    const pinned = await fetch(`${worker.url}/v1/models/${MODEL}/predict`, {
-      method: 'POST',
-      headers: { 'x-api-key': keys.predict, 'content-type': 'application/json', 'x-model-version': '3' },
-      body: JSON.stringify({ instances: [features], entity: { user_id: 'user-pinned' } }),
-    })
+    const pinned = await edge().predict([features], { model: MODEL, entity: { user_id: 'user-pinned' }, version: 3 })
     expect(pinned.status).toBe(200)
     expect(pinned.headers.get('x-model-version')).toBe('3')
   })
