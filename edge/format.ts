@@ -33,3 +33,7 @@ export const describeValue = (value: unknown): string => {
 /** A plain JSON object (not null, not an array). */
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** What went wrong, for a log line: the innermost cause's message when an error wraps one (a timeout wrapping the fetch error). */
+export const messageOf = (error: unknown): string =>
+  error instanceof Error ? (error.cause instanceof Error ? messageOf(error.cause) : error.message) : String(error)

@@ -5,6 +5,7 @@ import { createWebhook, type WebhookOptions } from './rollout/webhook.ts'
 import type { Bindings } from './bindings.ts'
 import { randomUuid } from './random-ids.ts'
 import { createIsolate, isolateCache } from './isolate.ts'
+import { messageOf } from './format.ts'
 
 /** What a Cron Trigger hands the worker. */
 export interface ScheduledEvent {
@@ -23,8 +24,6 @@ export interface WorkerOptions extends Omit<EdgeAppOptions, 'isolateFor'> {
   /** Retries, backoff and timeout of the `ALERT_WEBHOOK_URL` deliveries. */
   webhook?: Omit<WebhookOptions, 'url'>
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
  * The worker: the app for requests, and the rollout controller's tick for the Cron Trigger

@@ -6,6 +6,7 @@ import type { HistoryEntry } from '../stores/history/history-store.ts'
 import type { MonitorSource } from './monitor-source.ts'
 import { decide, windowMinutes, type Decision } from './policy.ts'
 import { isRepeat, nextRollout } from './transition.ts'
+import { messageOf } from '../format.ts'
 
 export interface ControllerOptions {
   /** Where decisions are applied, and recorded in the history with them. */
@@ -33,8 +34,6 @@ export type TickOutcome =
   | { model: string; outcome: 'applied' | 'updated'; decision: Decision; revision: number }
   | { model: string; outcome: 'unchanged' | 'conflict'; decision: Decision }
   | { model: string; outcome: 'failed'; error: string }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
  * The rollout controller. Each `tick()` reads, for every model whose rollout runs a canary, the

@@ -4,6 +4,7 @@ import { CircuitBreaker } from '../../backend-client/circuit-breaker.ts'
 import { randomHex } from '../../random-ids.ts'
 import { type RateLimitResult, type RateLimiter, validateLimit } from './limiter.ts'
 import { SlidingWindowLimiter } from './memory.ts'
+import { messageOf } from '../../format.ts'
 
 export interface UpstashRateLimiterOptions {
   redis: Redis
@@ -34,8 +35,6 @@ local nth = math.max(0, counted - max)
 local leaving = redis.call('ZRANGE', key, nth, nth, 'WITHSCORES')
 return { admitted and 1 or 0, counted, tonumber(leaving[2]) }
 `
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 const isWindowAnswer = (answer: unknown): answer is [number, number, number] =>
   Array.isArray(answer) && answer.length === 3 && answer.every((n) => Number.isFinite(n))

@@ -1,9 +1,6 @@
 import type { Rollout } from '../../rollout/rollout.ts'
 import type { RolloutChange, RolloutReadOptions, RolloutStore, StoredRollout } from './rollout-store.ts'
-
-/** What went wrong, for the log: the underlying cause when the error wraps one. */
-const messageOf = (error: unknown): string =>
-  error instanceof Error ? (error.cause === undefined ? error.message : messageOf(error.cause)) : String(error)
+import { messageOf } from '../../format.ts'
 
 export interface CachedRolloutStoreOptions {
   /** How long an isolate trusts what it read: a change takes effect everywhere within this. */
