@@ -23,8 +23,9 @@ const BINDING_SOURCES = {
   MAX_INSTANCES: 'var',
   FEATURE_TIMEOUT_MS: 'var',
   API_KEYS: 'required secret',
-  UPSTASH_REDIS_REST_URL: 'optional secret',
-  UPSTASH_REDIS_REST_TOKEN: 'optional secret',
+  // Deployed, the edge's counters must be shared across isolates (one per PoP and more): Upstash holds them.
+  UPSTASH_REDIS_REST_URL: 'required secret when deployed',
+  UPSTASH_REDIS_REST_TOKEN: 'required secret when deployed',
   LAMBDA_FUNCTION: 'optional secret',
   LAMBDA_REGION: 'optional secret',
   AWS_ACCESS_KEY_ID: 'optional secret',
