@@ -18,6 +18,15 @@ const fail = (err: unknown) => {
   process.exitCode = 1
 }
 
+/** An action whose failure is that one line, never a stack trace. */
+const guarded = <A extends unknown[]>(action: (...args: A) => Promise<void>) => async (...args: A): Promise<void> => {
+  try {
+    await action(...args)
+  } catch (err) {
+    fail(err)
+  }
+}
+
 const defaultEdge = () => `http://127.0.0.1:${process.env.EDGE_PORT ?? 8787}`
 const defaultBackend = () => `http://127.0.0.1:${process.env.BACKEND_PORT ?? 8000}`
 
@@ -34,52 +43,40 @@ export const modelsCommand = (): Command => {
     .option('--version <n>', 'version folder to write (an existing config.json is kept)', positiveInt, 1)
     .option('--features', 'also write a feature spec skeleton from the input width (and a postprocess for a probabilities output), so predict works')
     .option('--edge <url>', 'edge the printed curl calls', defaultEdge())
-    .action(async (onnxFile: string, opts: { name: string; repository: string; version: number; features?: boolean; edge: string }) => {
-      try {
-        const made = await newModel({ onnxFile, name: opts.name, repository: opts.repository, version: opts.version, features: opts.features === true, edgeUrl: opts.edge })
-        // Relative to here when inside it, as typed; absolute otherwise.
-        const shown = (path: string) => {
-          const near = relative(process.cwd(), resolve(path))
-          return near === '' ? '.' : near.startsWith('..') || isAbsolute(near) ? resolve(path) : near
-        }
-        out([
-          made.wroteConfig ? `wrote ${shown(made.modelDir)}/config.json` : `kept ${shown(made.modelDir)}/config.json (version ${opts.version} is added beside the others)`,
-          `wrote ${shown(made.versionDir)}/model.onnx and MANIFEST`,
-          `check it as the backend will: npx edge-infer models verify ${shown(made.modelDir)}`,
-          `serve it: MODEL_REPOSITORY=${shown(opts.repository)} npm start, then (EDGE_INFER_KEY is the local API key npm start prints):`,
-          ...made.curls.map((c) => `  ${c}`),
-        ])
-      } catch (err) {
-        fail(err)
+    .action(guarded(async (onnxFile: string, opts: { name: string; repository: string; version: number; features?: boolean; edge: string }) => {
+      const made = await newModel({ onnxFile, name: opts.name, repository: opts.repository, version: opts.version, features: opts.features === true, edgeUrl: opts.edge })
+      // Relative to here when inside it, as typed; absolute otherwise.
+      const shown = (path: string) => {
+        const near = relative(process.cwd(), resolve(path))
+        return near === '' ? '.' : near.startsWith('..') || isAbsolute(near) ? resolve(path) : near
       }
-    })
+      out([
+        made.wroteConfig ? `wrote ${shown(made.modelDir)}/config.json` : `kept ${shown(made.modelDir)}/config.json (version ${opts.version} is added beside the others)`,
+        `wrote ${shown(made.versionDir)}/model.onnx and MANIFEST`,
+        `check it as the backend will: npx edge-infer models verify ${shown(made.modelDir)}`,
+        `serve it: MODEL_REPOSITORY=${shown(opts.repository)} npm start, then (EDGE_INFER_KEY is the local API key npm start prints):`,
+        ...made.curls.map((c) => `  ${c}`),
+      ])
+    }))
 
   models
     .command('manifest')
     .description('rewrite <version-dir>/MANIFEST from the files in it (sha256sum format, never listing MANIFEST itself)')
     .argument('<version-dir>', 'a version folder, e.g. models/my-model/1')
-    .action(async (versionDir: string) => {
-      try {
-        const files = await rewriteManifest(versionDir)
-        out([`wrote ${versionDir}/MANIFEST: ${files.join(', ')}`])
-      } catch (err) {
-        fail(err)
-      }
-    })
+    .action(guarded(async (versionDir: string) => {
+      const files = await rewriteManifest(versionDir)
+      out([`wrote ${versionDir}/MANIFEST: ${files.join(', ')}`])
+    }))
 
   models
     .command('verify')
     .description('run the checks the backend runs at load (config schema, MANIFEST, graph against config, a warm-up inference on CPU): one line per problem, exit 1 if any')
     .argument('<path>', 'a model folder or a whole repository')
-    .action(async (path: string) => {
-      try {
-        const findings = await verifyPath(path)
-        out(findings.map((f) => f.line))
-        if (findings.some((f) => !f.ok)) process.exitCode = 1
-      } catch (err) {
-        fail(err)
-      }
-    })
+    .action(guarded(async (path: string) => {
+      const findings = await verifyPath(path)
+      out(findings.map((f) => f.line))
+      if (findings.some((f) => !f.ok)) process.exitCode = 1
+    }))
 
   models
     .command('reload')
