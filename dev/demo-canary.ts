@@ -5,10 +5,11 @@ import type { HistoryEntry } from '../edge/stores/history/history-store.ts'
 import type { Rollout } from '../edge/rollout/rollout.ts'
 import { generateApplicants } from '../tools/training/applicants.ts'
 import { createCanaryRepository } from './canary-repository.ts'
+import { runIfMain } from '../tools/cli/direct.ts'
 import { type LabelledAnswer, canaryRollout, sendFeedback, sendPinnedTraffic } from './canary-traffic.ts'
 
 /**
- * `npm run demo:canary`: a rollout and three rollbacks as they happen. Runs `npm start` (the same
+ * `edge-infer demo canary` (`npm run demo:canary`): a rollout and three rollbacks as they happen. Runs `npm start` (the same
  * launcher) on its own ports against a scratch repository of credit-risk versions — 1 stable,
  * 2 the same network (healthy), 3 scoring everyone 1.5 logits riskier, 4 emitting NaN, 5 ranking
  * the riskiest half upside down with the very prediction histogram of 2 (label-flipped) — then
@@ -56,13 +57,19 @@ const startStack = (repository: string): Promise<Stack> =>
     const exited = new Promise<void>((done) => child.once('exit', () => done()))
     let key: string | undefined
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      key ??= /local API key \([a-z, ]+\): (\S+)/.exec(line)?.[1]
+      key ??= /^local API key \(.*\): (\S+)$/.exec(line)?.[1]
       if (key && line.startsWith('rollout controller:')) resolve({ key, stop: () => (child.kill('SIGTERM'), exited) })
     })
     void exited.then(() => reject(new Error('npm start exited before the stack was up')))
   })
 
-const main = async () => {
+/** `--keep`: leave the stack and its console up at the end, until Ctrl-C. */
+export interface DemoCanaryOptions {
+  keep?: boolean
+}
+
+/** Plays the demo; with `keep`, then waits for SIGINT or SIGTERM before it stops the stack. */
+export const runDemoCanary = async ({ keep = false }: DemoCanaryOptions = {}): Promise<void> => {
   const repository = await createCanaryRepository({ 1: 'same', 2: 'same', 3: { shiftLogit: 1.5 }, 4: 'nan', 5: { labelFlip: 0.5 } })
   say(`demo:canary — starting npm start on ${EDGE_URL} with a scratch repository (${repository.root})`)
   const stack = await startStack(repository.root)
@@ -141,14 +148,24 @@ const main = async () => {
     await act('a canary that scores everyone riskier', 2, 3)
     await act('a canary trained on flipped labels (its prediction histogram is stable\'s), labelled by feedback', 2, 5, () => labelled(2, 5))
     await act('a canary that emits NaN, users routed by the rollout', 2, 4, users)
-    say(`\nThe whole history: curl -s ${EDGE_URL}/v1/models/${MODEL}/rollout/history -H 'x-api-key: <the key npm start printed>'`)
+    if (keep) {
+      say([
+        '',
+        `The stack stays up: edge ${EDGE_URL}, local API key ${stack.key}`,
+        `  the whole history: curl -s ${EDGE_URL}/v1/models/${MODEL}/rollout/history -H 'x-api-key: ${stack.key}'`,
+        `  operator console:  ${EDGE_URL}/console  (paste the key above)`,
+        'Ctrl-C (or kill -TERM this process) stops it and removes the scratch repository.',
+      ].join('\n'))
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve)
+        process.once('SIGTERM', resolve)
+      })
+    } else say(`\nThe stack is stopped. \`npm run demo:canary -- --keep\` leaves it up at the end, with its key, to look around (history, console).`)
   } finally {
     await stack.stop()
     await repository.remove()
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`demo:canary failed: ${err instanceof Error ? err.message : String(err)}\n`)
-  process.exitCode = 1
-})
+// Run as a file (`tsx dev/demo-canary.ts …`): the same as `edge-infer demo canary …`.
+runIfMain(import.meta.url, ['demo', 'canary'])

@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
@@ -15,7 +16,7 @@ import { LOCAL_KEYS_FILE, addLocalKey } from '../../dev/local-keys.ts'
  * With `--local` the key and its entry are added to the local stack's keys file, which `npm start`
  * gives its edge on the next start.
  */
-const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json] [--redis | --local]
+export const CREATE_KEY_USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json] [--redis | --local]
 
   --name    who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)
   --scopes  comma-separated: ${SCOPES.join(', ')}
@@ -27,9 +28,9 @@ const USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<sc
             a name held by API_KEYS (when set in the environment) is refused
   --local   add the key to the local stack's keys file (${LOCAL_KEYS_FILE}); npm start's edge accepts it from its next start`
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
-interface CreateKeyArgs {
+export interface CreateKeyArgs {
   name: string
   tenant?: string
   scopes: Scope[]
@@ -71,7 +72,23 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
     if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`)
     seen.add(token.name)
   }
+  return createKeyArgs(values)
+}
 
+/** The flags, parsed by node:util here or by commander in `edge-infer keys create`, before they are checked. */
+export interface CreateKeyFlags {
+  name?: string
+  scopes?: string
+  tenant?: string
+  rate?: string
+  env?: string
+  json?: boolean
+  redis?: boolean
+  local?: boolean
+}
+
+/** Checks the flags of a key to create; throws UsageError on anything it cannot use. */
+export const createKeyArgs = (values: CreateKeyFlags): CreateKeyArgs => {
   if (values.redis && values.local) throw new UsageError('--redis and --local name two different places; give one')
   if (values.name === undefined) throw new UsageError('--name is required')
   if (values.scopes === undefined) throw new UsageError(`--scopes is required (${SCOPES.join(', ')})`)
@@ -95,7 +112,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
   return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false, local: values.local ?? false }
 }
 
-const redisFromEnv = (): Redis | undefined => {
+export const redisFromEnv = (): Redis | undefined => {
   const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = process.env
   return url && token ? new Redis({ url, token, retry: false, enableTelemetry: false }) : undefined
 }
@@ -116,31 +133,17 @@ const clashWithSecret = (name: string): string | undefined => {
   }
 }
 
-const main = async () => {
-  let args
-  try {
-    args = parse(process.argv.slice(2))
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err
-    process.stderr.write(`error: ${err.message}\n\n${USAGE}\n`)
-    process.exitCode = 2
-    return
-  }
-  if (args === 'help') {
-    process.stdout.write(`${USAGE}\n`)
-    return
-  }
+/** Creates the key and prints it; answers the exit code (2 when the environment cannot take it). */
+export const createKey = async (args: CreateKeyArgs): Promise<number> => {
   const clash = args.redis ? clashWithSecret(args.name) : undefined
   if (clash !== undefined) {
     process.stderr.write(`error: ${clash}\n`)
-    process.exitCode = 2
-    return
+    return 2
   }
   const redis = args.redis ? redisFromEnv() : undefined
   if (args.redis && !redis) {
     process.stderr.write('error: --redis needs UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN in the environment\n')
-    process.exitCode = 2
-    return
+    return 2
   }
   const key = generateApiKey(args.env)
   const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, ...(args.tenant === undefined ? {} : { tenant: args.tenant }), hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
@@ -150,13 +153,12 @@ const main = async () => {
       addLocalKey(key, entry)
     } catch (err) {
       process.stderr.write(`error: ${(err as Error).message}\n`)
-      process.exitCode = 2
-      return
+      return 2
     }
   }
   if (args.json) {
     process.stdout.write(`${JSON.stringify({ key, entry })}\n`)
-    return
+    return 0
   }
   process.stdout.write(
     [
@@ -168,6 +170,28 @@ const main = async () => {
       '',
     ].join('\n'),
   )
+  return 0
 }
 
-await main()
+/**
+ * Run as a file (`npm run keys:create`, and `node dist/infra/keys/create-key.js` where no
+ * development tool is installed): flags read with node:util; `edge-infer keys create` reads the same
+ * flags with commander and calls createKeyArgs and createKey.
+ */
+const main = async (): Promise<number> => {
+  let args
+  try {
+    args = parse(process.argv.slice(2))
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    process.stderr.write(`error: ${err.message}\n\n${CREATE_KEY_USAGE}\n`)
+    return 2
+  }
+  if (args === 'help') {
+    process.stdout.write(`${CREATE_KEY_USAGE}\n`)
+    return 0
+  }
+  return createKey(args)
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = await main()

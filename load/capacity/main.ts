@@ -1,13 +1,13 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import { DEFAULT_FEATURE_SEED } from '../../edge/stores/features/memory.ts'
 import { encodeInstance, featureSpec, specWidth, type FeatureSpec, type FeatureValue } from '../../shared/feature-spec.ts'
 import type { InferRequest } from '../../shared/protocol.ts'
 import { loadAverage, processCpuMicros } from '../harness/cpu.ts'
 import { meanBatchSize, scrapeBatchCounters } from '../harness/metrics.ts'
-import { cleanUp, installSignalHandlers, interrupted } from '../harness/processes.ts'
+import { cleanUp, installSignalHandlers } from '../harness/processes.ts'
+import { runIfMain } from '../../tools/cli/direct.ts'
 import { UsageError, parseTarget, positiveNumber } from '../harness/args.ts'
 import { fetchCatalog } from '../harness/catalog.ts'
 import { answered, errorRate, latencySummary } from '../harness/outcomes.ts'
@@ -24,20 +24,10 @@ import { findCapacity, holds, type CapacitySla } from './search.ts'
  * `npm run load:capacity`: the highest fixed arrival rate (open model) at which p95 stays under
  * the SLA and errors under their budget — for the backend directly and through the edge on a
  * local stack it starts, or for the edge at --target. Writes load/reports/capacity-<date>.md and
- * an SVG chart per target. See USAGE.
+ * an SVG chart per target (into --out). Flags: tools/cli/program.ts.
  */
 
-const USAGE = `usage: npm run load:capacity -- [--target URL --key KEY] [--sla-p95 MS] [--max-error-rate X]
-                                [--step-s S] [--start-rate R] [--max-steps N] [--tolerance F]
-                                [--max-in-flight N] [--model NAME] [--out DIR]
-
-  Steps a fixed arrival rate up (×2) until the SLA breaks, then bisects to --tolerance. Without
-  --target: a local stack (backend + edge in workerd) it starts and stops, measured directly and
-  through the edge, with the server processes' CPU per request and the backend's batch sizes.
-  Defaults: --sla-p95 50 --max-error-rate 0.001 --step-s 3 --start-rate 100 --max-steps 16
-  --tolerance 0.1 --max-in-flight 256 --out load/reports; a broken step is confirmed by a second run`
-
-interface CapacityArgs {
+export interface CapacityArgs {
   target: ReturnType<typeof parseTarget>
   sla: CapacitySla
   stepS: number
@@ -49,36 +39,38 @@ interface CapacityArgs {
   out: string
 }
 
-const parse = (argv: string[]): CapacityArgs | 'help' => {
-  let values
-  try {
-    ;({ values } = parseArgs({
-      args: argv, strict: true, allowPositionals: false,
-      options: {
-        target: { type: 'string' }, key: { type: 'string' }, 'sla-p95': { type: 'string' }, 'max-error-rate': { type: 'string' },
-        'step-s': { type: 'string' }, 'start-rate': { type: 'string' }, 'max-steps': { type: 'string' }, tolerance: { type: 'string' },
-        'max-in-flight': { type: 'string' }, model: { type: 'string', default: 'credit-risk' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      },
-    }))
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err))
-  }
-  if (values.help) return 'help'
-  const whole = (name: string, fallback: number) => {
-    const v = positiveNumber(name, values[name as keyof typeof values] as string | undefined) ?? fallback
+/** The flags as the command line gives them (camel-cased by commander), before they are checked. */
+export interface CapacityFlags {
+  target?: string
+  key?: string
+  slaP95?: string
+  maxErrorRate?: string
+  stepS?: string
+  startRate?: string
+  maxSteps?: string
+  tolerance?: string
+  maxInFlight?: string
+  model?: string
+  out?: string
+}
+
+/** Checks `edge-infer capacity`'s flags; throws UsageError on anything it cannot use. */
+export const capacityArgs = (values: CapacityFlags): CapacityArgs => {
+  const whole = (name: string, text: string | undefined, fallback: number) => {
+    const v = positiveNumber(name, text) ?? fallback
     if (!Number.isInteger(v)) throw new UsageError(`--${name} must be a whole number`)
     return v
   }
-  const maxErrorRate = values['max-error-rate'] === '0' ? 0 : (positiveNumber('max-error-rate', values['max-error-rate']) ?? 0.001)
+  const maxErrorRate = values.maxErrorRate === '0' ? 0 : (positiveNumber('max-error-rate', values.maxErrorRate) ?? 0.001)
   return {
     target: parseTarget(values.target, values.key),
-    sla: { p95Ms: positiveNumber('sla-p95', values['sla-p95']) ?? 50, maxErrorRate },
-    stepS: positiveNumber('step-s', values['step-s']) ?? 3,
-    startRate: positiveNumber('start-rate', values['start-rate']) ?? 100,
-    maxSteps: whole('max-steps', 16),
+    sla: { p95Ms: positiveNumber('sla-p95', values.slaP95) ?? 50, maxErrorRate },
+    stepS: positiveNumber('step-s', values.stepS) ?? 3,
+    startRate: positiveNumber('start-rate', values.startRate) ?? 100,
+    maxSteps: whole('max-steps', values.maxSteps, 16),
     tolerance: positiveNumber('tolerance', values.tolerance) ?? 0.1,
-    maxInFlight: whole('max-in-flight', 256),
-    model: values.model,
+    maxInFlight: whole('max-in-flight', values.maxInFlight, 256),
+    model: values.model ?? 'credit-risk',
     out: values.out ?? join(ROOT, 'load/reports'),
   }
 }
@@ -176,19 +168,8 @@ const measure = async (args: CapacityArgs, target: Measured, progress: (line: st
   return { name: target.name, description: target.description, search, chartFile: '', loadBefore, loadAfter: loadAverage() }
 }
 
-const main = async (): Promise<number> => {
-  let args
-  try {
-    args = parse(process.argv.slice(2))
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err
-    process.stderr.write(`${err.message}\n\n${USAGE}\n`)
-    return 2
-  }
-  if (args === 'help') {
-    process.stdout.write(`${USAGE}\n`)
-    return 0
-  }
+/** Measures and writes the report; `command` is the command line the report names. Answers the exit code. */
+export const runCapacity = async (args: CapacityArgs, command: string): Promise<number> => {
   installSignalHandlers()
   const progress = (line: string) => process.stderr.write(`${line}\n`)
   const stack = args.target.kind === 'local' ? await startLocalStack(progress) : undefined
@@ -223,7 +204,6 @@ const main = async (): Promise<number> => {
         capacityRate: report.search.capacity?.rate, kneeRate: report.search.knee?.rate,
       }))
     }
-    const command = `npm run load:capacity -- ${process.argv.slice(2).map((a) => (/^[\w./:=-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`.trim()
     const markdown = [
       `# Capacity at an SLA — ${date}`,
       '',
@@ -257,11 +237,5 @@ const main = async (): Promise<number> => {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    if (interrupted()) return
-    process.stderr.write(`load:capacity failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
-    process.exit(1)
-  },
-)
+// Run as a file (`tsx load/capacity/main.ts …`): the same as `edge-infer capacity …`.
+runIfMain(import.meta.url, ['capacity'])

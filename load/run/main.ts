@@ -1,8 +1,8 @@
-import { cleanUp, installSignalHandlers, interrupted } from '../harness/processes.ts'
+import { runIfMain } from '../../tools/cli/direct.ts'
+import { cleanUp, installSignalHandlers } from '../harness/processes.ts'
 import { SEEDED_USER_IDS, createPayloads, crossedThresholds, totalDurationS } from '../scenarios/index.js'
-import { UsageError } from '../harness/args.ts'
 import { loadAverage } from '../harness/cpu.ts'
-import { LOAD_USAGE, parseLoadArgs } from './args.ts'
+import type { LoadArgs } from './args.ts'
 import { runScenario } from './autocannon-run.ts'
 import { fetchCatalog } from '../harness/catalog.ts'
 import { errorRate, latencySummary } from '../harness/outcomes.ts'
@@ -10,27 +10,16 @@ import { startLocalStack } from '../harness/stack.ts'
 import { progressLine, summaryTables } from './summary.ts'
 
 /**
- * `npm run load`: plays a scenario (load/scenarios/) with autocannon against any edge, or a
+ * `edge-infer load` (`npm run load`): plays a scenario (load/scenarios/) with autocannon against any edge, or a
  * local stack it starts and stops, prints a live progress line and a summary table, and exits 1
- * when the scenario's SLA was not held (2 on a usage error). See LOAD_USAGE.
+ * when the scenario's SLA was not held (2 on a usage error). Flags: tools/cli/program.ts.
  */
 
 /** Rewritten in place on a terminal; elsewhere (CI logs, pipes) a plain line every few seconds. */
 const PLAIN_PROGRESS_EVERY_S = 5
 
-const main = async (): Promise<number> => {
-  let args
-  try {
-    args = parseLoadArgs(process.argv.slice(2))
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err
-    process.stderr.write(`${err.message}\n\n${LOAD_USAGE}\n`)
-    return 2
-  }
-  if (args === 'help') {
-    process.stdout.write(`${LOAD_USAGE}\n`)
-    return 0
-  }
+/** Runs the scenario; answers the exit code (0 SLA held, 1 crossed). */
+export const runLoad = async (args: LoadArgs): Promise<number> => {
   installSignalHandlers()
   const { scenario } = args
   const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -74,11 +63,5 @@ const main = async (): Promise<number> => {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    if (interrupted()) return
-    process.stderr.write(`load failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
-    process.exit(1)
-  },
-)
+// Run as a file (`tsx load/run/main.ts …`): the same as `edge-infer load …`.
+runIfMain(import.meta.url, ['load'])

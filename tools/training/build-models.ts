@@ -1,9 +1,26 @@
 import { parseArgs } from 'node:util'
 import { buildDemoRepository, type VersionSummary } from './demo-repository.ts'
 
-/** `npm run models:build [-- --out DIR]`: trains the demo models and writes the repository. */
+/**
+ * `npm run models:build [-- --out DIR]`: trains the demo models and writes the repository. Also
+ * run from dist/ where no development tool is installed, so it reads its one flag with node:util
+ * rather than the CLI's commander.
+ */
+const USAGE = `usage: npm run models:build -- [--out DIR]
 
-const { values } = parseArgs({ options: { out: { type: 'string', default: 'models' } } })
+  Trains the demo models and writes the model repository into --out (default models).`
+
+let values
+try {
+  ;({ values } = parseArgs({ options: { out: { type: 'string', default: 'models' }, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }))
+} catch (err) {
+  process.stderr.write(`error: ${(err as Error).message.split('\n')[0]} (see npm run models:build -- --help)\n`)
+  process.exit(2)
+}
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`)
+  process.exit(0)
+}
 const outDir = values.out
 
 const started = performance.now()
