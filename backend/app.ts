@@ -25,7 +25,7 @@ export const createApp = (deps: BackendDeps) => {
   const token = deps.settings.INFER_TOKEN
   if (token !== undefined) app.use('/v2/*', inferAuth({ token, open: (path) => path.startsWith('/v2/health/') || path.startsWith('/v2/repository/') }))
   app.route('/', healthRoutes(deps))
-  app.route('/', metricsRoutes(deps))
+  if (deps.settings.METRICS_PORT === undefined) app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))
   app.route('/', modelRoutes(deps))
   app.route('/', driftRoutes(deps))

@@ -1,10 +1,12 @@
 import { createServer, type Server } from 'node:http'
 import { getRequestListener, RequestError } from '@hono/node-server'
+import { Hono } from 'hono'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createApp } from './app.ts'
 import { Connections } from './connections.ts'
+import type { BackendDeps, BackendEnv } from './env.ts'
 import { createLogger, errorFields, type Logger } from './logger.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { redisCountStore } from './monitor/drift/count-store.ts'
@@ -12,6 +14,7 @@ import { DriftMonitor } from './monitor/drift/monitor.ts'
 import { DRIFT_GAUGE_MINUTES, createMetrics } from './monitor/metrics.ts'
 import { startTracing } from './monitor/tracing/index.ts'
 import { versionDriftReport } from './routes/drift.ts'
+import { metricsRoutes } from './routes/metrics.ts'
 import { Repository } from './repository/repository.ts'
 import { readSettings, type Settings } from './settings.ts'
 
@@ -20,6 +23,8 @@ const TRACE_FLUSH_MS = 5_000
 
 export interface RunningServer {
   url: string
+  /** Where `/metrics` is served when METRICS_PORT sets a port of its own. */
+  metricsUrl?: string
   manager: ModelManager
   /**
    * Readiness off at once; open connections answered (each answer closing its connection) for the
@@ -33,6 +38,25 @@ const listen = (server: Server): Promise<AddressInfo> =>
     server.once('error', reject)
     server.once('listening', () => resolve(server.address() as AddressInfo))
   })
+
+const urlOf = (address: AddressInfo): string => `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
+
+/** `/metrics` alone on its own port: Prometheus reaches it, a tunnel or proxy mapping PORT does not. */
+const startMetricsServer = async (settings: Settings, deps: BackendDeps): Promise<{ url: string; close(): Promise<void> }> => {
+  const app = new Hono<BackendEnv>().route('/', metricsRoutes(deps))
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404))
+  const server = createServer(getRequestListener(app.fetch, { hostname: settings.HOST }))
+  server.listen(settings.METRICS_PORT, settings.HOST)
+  const url = urlOf(await listen(server))
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
 
 /** Starts the inference server; pinned models warm up after the socket listens (liveness first, readiness later). */
 export const startServer = async (settings: Settings, logger: Logger = createLogger(settings.LOG_LEVEL)): Promise<RunningServer> => {
@@ -68,7 +92,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
     ...(drift ? { drift } : {}),
     ...(tracing ? { tracing } : {}),
   })
-  const app = createApp({ settings, logger, manager, metrics, ready, ...(tracing ? { tracing } : {}) })
+  const deps = { settings, logger, manager, metrics, ready, ...(tracing ? { tracing } : {}) }
+  const app = createApp(deps)
   // Requests that never reach Hono (a backslash in the path, a bogus Host) still get `{"error": ...}`.
   const listener = getRequestListener(app.fetch, {
     hostname: settings.HOST,
@@ -79,9 +104,9 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   })
   server.on('request', connections.listener(listener))
   server.listen(settings.PORT, settings.HOST)
-  const address = await listen(server)
-  const url = `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`
-  logger.info('listening', { url, repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local', tracing: tracing ? 'on' : 'off' })
+  const url = urlOf(await listen(server))
+  const metricsServer = settings.METRICS_PORT === undefined ? undefined : await startMetricsServer(settings, deps)
+  logger.info('listening', { url, ...(metricsServer ? { metrics_url: metricsServer.url } : {}), repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local', tracing: tracing ? 'on' : 'off' })
   drift?.start()
   const warm = manager.start().then(
     () => logger.info('pinned models warm', { ready: manager.ready() }),
@@ -90,6 +115,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const running = manager
   return {
     url,
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     manager: running,
     async shutdown() {
       // The models keep serving through the window: a request that reached a socket is answered.
@@ -104,6 +130,8 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
       await drift?.close()
       // Every request span has ended by now; what is still buffered goes before the process does.
       await tracing?.shutdown(TRACE_FLUSH_MS)
+      // Scraped through the drain, so the last counts are seen; closed last.
+      await metricsServer?.close()
     },
   }
 }

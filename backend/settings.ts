@@ -13,6 +13,12 @@ const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(mi
 export const settingsSchema = z.object({
   PORT: intFromEnv(8000).describe('listen port (`0` = any free port)'),
   HOST: z.string().default('127.0.0.1').describe('listen address'),
+  METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('serve `/metrics` on this port (same `HOST`; `0` = any free port) and not on `PORT`, so a proxy or tunnel in front of `PORT` cannot expose it; unset serves it on `PORT`'),
   INSTANCE_ID: z.string().min(1).default(() => randomUUID()).describe("this process's identity in `/v2/health/live` and `/ready` (a launcher confirms it reached its own child)").meta({ default: 'a fresh UUID' }),
   MODEL_REPOSITORY: z.string().default('./models').describe('model repository root'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional().describe('Bearer token for the repository API (≥ 16 chars, not `INFER_TOKEN`); unset disables it'),
@@ -57,6 +63,10 @@ export const settingsSchema = z.object({
   .refine((s) => s.ADMIN_TOKEN === undefined || s.ADMIN_TOKEN !== s.INFER_TOKEN, {
     message: 'ADMIN_TOKEN must differ from INFER_TOKEN (the edge holds INFER_TOKEN; the same value would let it load and unload models)',
     path: ['ADMIN_TOKEN'],
+  })
+  .refine((s) => s.METRICS_PORT === undefined || s.METRICS_PORT === 0 || s.METRICS_PORT !== s.PORT, {
+    message: 'METRICS_PORT must differ from PORT (unset serves /metrics on PORT)',
+    path: ['METRICS_PORT'],
   })
   .refine((s) => s.SHUTDOWN_DRAIN_MS < s.SHUTDOWN_GRACE_MS, {
     message: 'SHUTDOWN_DRAIN_MS must be less than SHUTDOWN_GRACE_MS (the drain is part of the grace period)',
