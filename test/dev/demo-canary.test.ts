@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { freePort } from '../support/ports.ts'
 
 describe('npm run demo:canary', () => {
+  // About half a minute on a quiet machine; the generous bound is for a busy one.
   it('shows a canary promoted, one rolled back after 3 critical windows, a label-flipped one rolled back on realized accuracy and one rolled back for NaN, then stops its stack', async () => {
     const [backendPort, edgePort] = [await freePort(), await freePort()]
     const child = spawn(process.execPath, ['--import', 'tsx', 'dev/demo-canary.ts'], {
@@ -29,5 +30,8 @@ describe('npm run demo:canary', () => {
     expect(output).toMatch(/canary produced \d+ NaN\/Inf outputs/)
     const up = await Promise.all([`http://127.0.0.1:${backendPort}/v2/health/live`, `http://127.0.0.1:${edgePort}/healthz`].map((u) => fetch(u).then(() => true, () => false)))
     expect(up).toEqual([false, false])
-  })
+    // It ends saying the stack is stopped, with no command against it.
+    expect(output.trimEnd().split('\n').at(-1)).toMatch(/^The stack is stopped\. .*--keep/)
+    expect(output).not.toContain('<the key npm start printed>')
+  }, 240_000)
 })

@@ -1,5 +1,5 @@
 import { Command } from 'commander'
-import { CREATE_KEY_USAGE, createKey, createKeyArgs, redisFromEnv } from '../../infra/keys/create-key.ts'
+import { createKey, createKeyArgs, redisFromEnv } from '../../infra/keys/create-key.ts'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
 import { type KeyEntry, SCOPES, keyEntrySchema } from '../../edge/stores/keys/api-key.ts'
 import { LOCAL_KEYS_FILE, readLocalKeys, writeLocalKeys } from '../../dev/local-keys.ts'
@@ -9,6 +9,8 @@ import { LOCAL_KEYS_FILE, readLocalKeys, writeLocalKeys } from '../../dev/local-
  * or, with --redis, in the Redis hash the edge reads (edge/stores/keys/upstash.ts).
  */
 
+/** The local keys file as help names it: the same words on every machine (the docs are generated from help). */
+const LOCAL_FILE_HELP = '.dev.keys.json at the repository root (EDGE_INFER_LOCAL_KEYS names another)'
 const REDIS_HELP = `the Redis hash "${API_KEYS_HASH}" at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN`
 
 /** Entries of the Redis hash by digest; what does not parse as an entry is left out, as the edge leaves it out. */
@@ -36,8 +38,10 @@ const create = (): Command => new Command('create')
   .option('--env <tag>', "environment tag in the key's prefix, e.g. live, test, local (default live)")
   .option('--json', 'print one JSON object {"key", "entry"} instead of labelled text')
   .option('--redis', `store the entry in ${REDIS_HELP}`)
-  .option('--local', `add the key to the local stack's keys file (${LOCAL_KEYS_FILE})`)
-  .addHelpText('after', `\nThe same flags as npm run keys:create:\n${CREATE_KEY_USAGE.split('\n').slice(2).join('\n')}`)
+  .option('--local', `add the key to the local stack's keys file, ${LOCAL_FILE_HELP}; npm start's edge accepts it from its next start`)
+  .addHelpText('after', `
+Prints the key once; it is stored nowhere but in the local keys file with --local. With --redis the
+edge accepts it at once, without a redeploy; a name held by API_KEYS (when set here) is refused.`)
   .action(async (flags, command: Command) => {
     let args
     try {
@@ -49,7 +53,7 @@ const create = (): Command => new Command('create')
   })
 
 const list = (): Command => new Command('list')
-  .description(`list the keys of the local keys file (${LOCAL_KEYS_FILE}), or with --redis of ${REDIS_HELP}; the keys themselves are never shown, only their entries`)
+  .description(`list the keys of the local keys file, ${LOCAL_FILE_HELP}, or with --redis of ${REDIS_HELP}; the keys themselves are never shown, only their entries`)
   .option('--redis', `list ${REDIS_HELP}`)
   .option('--json', 'print the entries as one JSON array')
   .action(async (flags: { redis?: boolean; json?: boolean }, command: Command) => {

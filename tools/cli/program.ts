@@ -164,6 +164,16 @@ export const strict = (command: Command): Command => {
     })
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT))
     .allowExcessArguments(false)
+  if (command.commands.length === 0) {
+    // Commander checks required options before unknown ones; an unknown flag is the mistake to name.
+    const parseOptions = command.parseOptions.bind(command)
+    command.parseOptions = (args) => {
+      const parsed = parseOptions(args)
+      const flag = parsed.unknown.find((arg) => arg.startsWith('-'))
+      if (flag !== undefined) command.error(`error: unknown option '${flag}'`, { exitCode: USAGE_EXIT, code: 'commander.unknownOption' })
+      return parsed
+    }
+  }
   for (const sub of command.commands) strict(sub)
   return command
 }
@@ -171,17 +181,17 @@ export const strict = (command: Command): Command => {
 /** The whole tree, every command made strict. */
 export const buildProgram = async (): Promise<Command> => {
   const { keysCommand } = await import('./keys.ts')
+  const { modelsCommand } = await import('../models/command.ts')
   const program = new Command('edge-infer')
     .description('edge-infer: serve ONNX models behind an edge worker. Each command has --help.')
     .addCommand(start())
+    .addCommand(modelsCommand())
     .addCommand(keysCommand())
     .addCommand(load())
     .addCommand(capacity())
     .addCommand(simulate())
     .addCommand(demo())
     .addCommand(bench())
-  // `models new|manifest|verify|reload` (tools/models/command.ts) joins here when it lands:
-  // program.addCommand(modelsCommand())
   return strict(program)
 }
 

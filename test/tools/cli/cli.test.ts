@@ -46,7 +46,7 @@ const inTurns = async <T, R>(items: readonly T[], each: (item: T) => Promise<R>,
 describe('edge-infer: every command', () => {
   it('walks a tree with the commands the issue names', () => {
     const names = paths.map((p) => p.join(' '))
-    for (const name of ['start', 'keys create', 'keys list', 'keys revoke', 'load', 'capacity', 'simulate', 'demo canary', 'bench backend', 'bench edge', 'bench drift']) expect(names).toContain(name)
+    for (const name of ['start', 'models new', 'models manifest', 'models verify', 'models reload', 'keys create', 'keys list', 'keys revoke', 'load', 'capacity', 'simulate', 'demo canary', 'bench backend', 'bench edge', 'bench drift']) expect(names).toContain(name)
   })
 
   it('prints its usage on --help and exits 0, running nothing', async () => {
