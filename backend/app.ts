@@ -25,7 +25,9 @@ export const createApp = (deps: BackendDeps) => {
   const token = deps.settings.INFER_TOKEN
   if (token !== undefined) app.use('/v2/*', inferAuth({ token, open: (path) => path.startsWith('/v2/health/') || path.startsWith('/v2/repository/') }))
   app.route('/', healthRoutes(deps))
-  if (deps.settings.METRICS_PORT === undefined) app.route('/', metricsRoutes(deps))
+  // With a metrics port for Prometheus, /metrics here is the edge's (backend stats): behind its token.
+  if (token !== undefined && deps.settings.METRICS_PORT !== undefined) app.use('/metrics', inferAuth({ token, open: () => false }))
+  app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))
   app.route('/', modelRoutes(deps))
   app.route('/', driftRoutes(deps))

@@ -18,7 +18,7 @@ export const settingsSchema = z.object({
     .int()
     .min(0)
     .optional()
-    .describe('serve `/metrics` on this port (same `HOST`; `0` = any free port) and not on `PORT`, so a proxy or tunnel in front of `PORT` cannot expose it; unset serves it on `PORT`'),
+    .describe('also serve `/metrics` on this port (same `HOST`; `0` = any free port), open, for Prometheus; `/metrics` on `PORT` then needs the `INFER_TOKEN` bearer (the edge\'s backend stats), so a tunnel or proxy in front of `PORT` does not expose it. Unset: `/metrics` on `PORT` only, open'),
   INSTANCE_ID: z.string().min(1).default(() => randomUUID()).describe("this process's identity in `/v2/health/live` and `/ready` (a launcher confirms it reached its own child)").meta({ default: 'a fresh UUID' }),
   MODEL_REPOSITORY: z.string().default('./models').describe('model repository root'),
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional().describe('Bearer token for the repository API (≥ 16 chars, not `INFER_TOKEN`); unset disables it'),
