@@ -169,7 +169,8 @@ export const strict = (command: Command): Command => {
     const parseOptions = command.parseOptions.bind(command)
     command.parseOptions = (args) => {
       const parsed = parseOptions(args)
-      const flag = parsed.unknown.find((arg) => arg.startsWith('-'))
+      // --help is not among the parsed options: commander answers it after this.
+      const flag = parsed.unknown.find((arg) => arg.startsWith('-') && arg !== '--help' && arg !== '-h')
       if (flag !== undefined) command.error(`error: unknown option '${flag}'`, { exitCode: USAGE_EXIT, code: 'commander.unknownOption' })
       return parsed
     }
