@@ -10,7 +10,7 @@ import { Service } from 'kubernetes-models/v1/Service'
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount'
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'
 import {
-  BACKEND_PORT, LIVE_PATH, METRICS_PATH, MODEL_MOUNT, PORT_NAME, READY_PATH, RUN_AS_USER, SHUTDOWN_GRACE_MS, type ClusterConfig,
+  BACKEND_PORT, LIVE_PATH, METRICS_PATH, METRICS_PORT, METRICS_PORT_NAME, MODEL_MOUNT, PORT_NAME, READY_PATH, RUN_AS_USER, SHUTDOWN_GRACE_MS, type ClusterConfig,
 } from './config.ts'
 import { MODEL_BUDGET_MI, memoryMi } from './sizing.ts'
 
@@ -32,8 +32,20 @@ const meta = (c: ClusterConfig, name = c.name) => ({ name, namespace: c.namespac
 
 export const namespace = (c: ClusterConfig) => new Namespace({ metadata: { name: c.namespace, labels: { 'app.kubernetes.io/part-of': 'edge-infer' } } })
 
-/** The backend calls no Kubernetes API: no token in the pod. */
-export const serviceAccount = (c: ClusterConfig) => new ServiceAccount({ metadata: meta(c), automountServiceAccountToken: false })
+/** The ServiceAccount annotation IRSA's webhook reads to give the pod a web-identity token for this role. */
+export const IRSA_ROLE_ANNOTATION = 'eks.amazonaws.com/role-arn'
+/** Pod annotation: containers IRSA's webhook leaves alone, so only the fetch holds AWS credentials. */
+export const IRSA_SKIP_ANNOTATION = 'eks.amazonaws.com/skip-containers'
+
+/**
+ * The backend calls no Kubernetes API: no API token in the pod. IRSA's token is a projected volume
+ * of its own (audience sts.amazonaws.com) that the webhook adds whatever automount says.
+ */
+export const serviceAccount = (c: ClusterConfig) =>
+  new ServiceAccount({
+    metadata: { ...meta(c), ...(c.modelSourceRoleArn === undefined ? {} : { annotations: { [IRSA_ROLE_ANNOTATION]: c.modelSourceRoleArn } }) },
+    automountServiceAccountToken: false,
+  })
 
 const securityContext: ISecurityContext = {
   runAsNonRoot: true,
@@ -58,8 +70,11 @@ const fetchModels = (c: ClusterConfig, variant: Variant): IContainer => ({
   env: [
     { name: 'MODEL_SOURCE', value: c.modelSource },
     { name: 'MODEL_REPOSITORY', value: MODEL_MOUNT },
+    { name: 'AWS_REGION', value: c.modelSourceRegion },
+    // The fetch needs no GPU: with the NVIDIA runtime, `void` keeps the devices and driver libraries out of it.
+    ...(variant === 'gpu' ? [{ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' }] : []),
   ],
-  envFrom: [{ secretRef: { name: c.modelSourceSecret } }],
+  ...(c.modelSourceSecret === undefined ? {} : { envFrom: [{ secretRef: { name: c.modelSourceSecret } }] }),
   resources: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '256Mi' } },
   securityContext,
   volumeMounts: [modelVolumeMount, { name: 'tmp', mountPath: '/tmp' }],
@@ -84,10 +99,14 @@ const server = (c: ClusterConfig, variant: Variant): IContainer => {
   return {
     name: 'backend',
     image: `${c.image}:${c.version}-${variant}`,
-    ports: [{ name: PORT_NAME, containerPort: BACKEND_PORT, protocol: 'TCP' }],
+    ports: [
+      { name: PORT_NAME, containerPort: BACKEND_PORT, protocol: 'TCP' },
+      { name: METRICS_PORT_NAME, containerPort: METRICS_PORT, protocol: 'TCP' },
+    ],
     env: [
       { name: 'HOST', value: '0.0.0.0' },
       { name: 'PORT', value: String(BACKEND_PORT) },
+      { name: 'METRICS_PORT', value: String(METRICS_PORT) },
       { name: 'MODEL_REPOSITORY', value: MODEL_MOUNT },
       { name: 'MODEL_MEMORY_BUDGET_MB', value: String(MODEL_BUDGET_MI) },
       { name: 'SHUTDOWN_GRACE_MS', value: String(SHUTDOWN_GRACE_MS) },
@@ -135,7 +154,10 @@ export const deployment = (c: ClusterConfig, variant: Variant) => {
       // A new pod must be warm before an old one goes: capacity never dips during a rollout.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {
-        metadata: { labels: { ...labels(c), 'edge-infer/variant': variant } },
+        metadata: {
+          labels: { ...labels(c), 'edge-infer/variant': variant },
+          ...(c.modelSourceRoleArn === undefined ? {} : { annotations: { [IRSA_SKIP_ANNOTATION]: 'backend' } }),
+        },
         spec: {
           serviceAccountName: c.name,
           automountServiceAccountToken: false,
@@ -164,7 +186,11 @@ export const service = (c: ClusterConfig) =>
     spec: {
       type: 'ClusterIP',
       selector: selectorLabels(c),
-      ports: [{ name: PORT_NAME, port: BACKEND_PORT, targetPort: PORT_NAME, protocol: 'TCP' }],
+      // The tunnel's origin is the http port; the metrics port is for the ServiceMonitor.
+      ports: [
+        { name: PORT_NAME, port: BACKEND_PORT, targetPort: PORT_NAME, protocol: 'TCP' },
+        { name: METRICS_PORT_NAME, port: METRICS_PORT, targetPort: METRICS_PORT_NAME, protocol: 'TCP' },
+      ],
     },
   })
 
@@ -175,7 +201,10 @@ export const podDisruptionBudget = (c: ClusterConfig) =>
     spec: { maxUnavailable: 1, selector: { matchLabels: selectorLabels(c) }, unhealthyPodEvictionPolicy: 'AlwaysAllow' },
   })
 
-/** Only the ingress or tunnel (the edge's way in) and Prometheus reach the pods; egress stays open for the model fetch. */
+/**
+ * The ingress or tunnel (the edge's way in) reaches the http port only, Prometheus the metrics port
+ * only. Egress stays open for the model fetch (docs/deploy.md lists what it needs where egress is denied).
+ */
 export const networkPolicy = (c: ClusterConfig) =>
   new NetworkPolicy({
     metadata: meta(c),
@@ -192,7 +221,7 @@ export const networkPolicy = (c: ClusterConfig) =>
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': c.prometheusNamespace } },
             podSelector: { matchLabels: c.prometheusPodLabels },
           }],
-          ports: [{ port: PORT_NAME, protocol: 'TCP' }],
+          ports: [{ port: METRICS_PORT_NAME, protocol: 'TCP' }],
         },
       ],
     },
@@ -205,6 +234,8 @@ export const serviceMonitor = (c: ClusterConfig) =>
       selector: { matchLabels: selectorLabels(c) },
       namespaceSelector: { matchNames: [c.namespace] },
       // 10 s keeps the autoscaler's signal fresh without a scrape per KEDA poll.
-      endpoints: [{ port: PORT_NAME, path: METRICS_PATH, interval: '10s', scrapeTimeout: '5s' }],
+      endpoints: [{ port: METRICS_PORT_NAME, path: METRICS_PATH, interval: '10s', scrapeTimeout: '5s' }],
+      // The variant on every series, so an alert can tell a GPU pod serving on the CPU provider.
+      podTargetLabels: ['edge-infer/variant'],
     },
   })

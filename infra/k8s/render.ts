@@ -7,7 +7,8 @@ import { prometheusRule } from '../observability/prometheus-rule.ts'
 import { horizontalPodAutoscaler, scaledObject } from './autoscaling.ts'
 import { deployment, namespace, networkPolicy, podDisruptionBudget, service, serviceAccount, serviceMonitor } from './backend.ts'
 import { defaultConfig, type ClusterConfig } from './config.ts'
-import { tunnelDeployment, tunnelNamespace } from './tunnel.ts'
+import { edgeScrapeConfig } from './edge-scrape.ts'
+import { tunnelDeployment, tunnelNamespace, tunnelPodDisruptionBudget } from './tunnel.ts'
 
 export const RENDERED_DIR = fileURLToPath(new URL('./rendered/', import.meta.url))
 
@@ -15,7 +16,8 @@ export const RENDERED_DIR = fileURLToPath(new URL('./rendered/', import.meta.url
  * One file per thing to apply: base.yaml always, one of the deployments, one of the autoscalers
  * (KEDA and a plain HPA on the same Deployment would fight over its replica count), and
  * tunnel.yaml where the Worker reaches the backend through a Cloudflare Tunnel, and
- * prometheus-rules.yaml where prometheus-operator runs the Prometheus (infra/observability).
+ * prometheus-rules.yaml and edge-scrape.yaml (the Worker's /metrics) where prometheus-operator runs
+ * the Prometheus (infra/observability).
  */
 export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Array<Model<unknown>>> => ({
   'base.yaml': [namespace(c), serviceAccount(c), service(c), podDisruptionBudget(c), networkPolicy(c), serviceMonitor(c)],
@@ -23,8 +25,9 @@ export const manifests = (c: ClusterConfig = defaultConfig): Record<string, Arra
   'deployment-cpu.yaml': [deployment(c, 'cpu')],
   'autoscaling-keda.yaml': [scaledObject(c)],
   'autoscaling-hpa.yaml': [horizontalPodAutoscaler(c)],
-  'tunnel.yaml': [tunnelNamespace(c), tunnelDeployment(c)],
+  'tunnel.yaml': [tunnelNamespace(c), tunnelDeployment(c), tunnelPodDisruptionBudget(c)],
   'prometheus-rules.yaml': [prometheusRule(c)],
+  'edge-scrape.yaml': [edgeScrapeConfig(c)],
 })
 
 const HEADER = '# Rendered by `npm run infra:render` from infra/k8s/*.ts: edit those, not this file.\n'

@@ -1,11 +1,15 @@
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment'
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget'
 import { Namespace } from 'kubernetes-models/v1/Namespace'
 import { BACKEND_PORT, type ClusterConfig } from './config.ts'
 
 /** cloudflared's own metrics and readiness listener (`--metrics`). */
 const TUNNEL_METRICS_PORT = 2000
-/** Pinned: a tunnel client that updates itself under a Deployment would drift from what was reviewed. */
-export const CLOUDFLARED_IMAGE = 'cloudflare/cloudflared:2025.8.1'
+/**
+ * Pinned: a tunnel client that updates itself under a Deployment would drift from what was reviewed.
+ * The newest release tag known here (no registry access to list tags; docs/deploy.md says how to bump).
+ */
+export const CLOUDFLARED_IMAGE = 'cloudflare/cloudflared:2026.7.1'
 /** Secret holding the tunnel token (`cloudflared tunnel token <name>`), key `token`. */
 export const TUNNEL_TOKEN_SECRET = 'cloudflared-tunnel-token'
 
@@ -20,8 +24,17 @@ export const tunnelNamespace = (c: ClusterConfig) =>
 /** Where the tunnel's public hostname must point (set in the tunnel's configuration). */
 export const tunnelOrigin = (c: ClusterConfig): string => `http://${c.name}.${c.namespace}.svc.cluster.local:${BACKEND_PORT}`
 
+const tunnelLabels = { 'app.kubernetes.io/name': 'cloudflared', 'app.kubernetes.io/part-of': 'edge-infer' }
+
+/** A drain or upgrade takes one connector at a time: the other keeps the tunnel up. */
+export const tunnelPodDisruptionBudget = (c: ClusterConfig) =>
+  new PodDisruptionBudget({
+    metadata: { name: 'cloudflared', namespace: c.ingressNamespace, labels: tunnelLabels },
+    spec: { maxUnavailable: 1, selector: { matchLabels: tunnelLabels }, unhealthyPodEvictionPolicy: 'AlwaysAllow' },
+  })
+
 export const tunnelDeployment = (c: ClusterConfig) => {
-  const labels = { 'app.kubernetes.io/name': 'cloudflared', 'app.kubernetes.io/part-of': 'edge-infer' }
+  const labels = tunnelLabels
   return new Deployment({
     metadata: { name: 'cloudflared', namespace: c.ingressNamespace, labels },
     spec: {

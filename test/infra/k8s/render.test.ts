@@ -5,8 +5,10 @@ import { describe, expect, it } from 'vitest'
 import { tracingWanted } from '../../../backend/monitor/tracing/index.ts'
 import { settingsSchema } from '../../../backend/settings.ts'
 import { queueDepthQuery } from '../../../infra/k8s/autoscaling.ts'
-import { terminationGraceSeconds } from '../../../infra/k8s/backend.ts'
-import { LIVE_PATH, QUEUE_DEPTH_METRIC, READY_PATH, defaultConfig } from '../../../infra/k8s/config.ts'
+import { readFetchSettings } from '../../../backend/repository/fetch.ts'
+import { IRSA_ROLE_ANNOTATION, IRSA_SKIP_ANNOTATION, terminationGraceSeconds } from '../../../infra/k8s/backend.ts'
+import { LIVE_PATH, METRICS_PORT, METRICS_PORT_NAME, QUEUE_DEPTH_METRIC, READY_PATH, defaultConfig } from '../../../infra/k8s/config.ts'
+import { EDGE_JOB, EDGE_SCRAPE_SECRET } from '../../../infra/k8s/edge-scrape.ts'
 import { RENDERED_DIR, manifests, render } from '../../../infra/k8s/render.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
 import { tunnelOrigin } from '../../../infra/k8s/tunnel.ts'
@@ -39,13 +41,13 @@ interface PodSpecView {
     lifecycle: { preStop: { sleep: { seconds: number } } }
     securityContext: Record<string, unknown>
   }>
-  initContainers: Array<{ env: Array<{ name: string; value?: string }>; securityContext: Record<string, unknown> }>
+  initContainers: Array<{ env: Array<{ name: string; value?: string }>; envFrom?: unknown[]; securityContext: Record<string, unknown> }>
   terminationGracePeriodSeconds: number
   nodeSelector?: Record<string, string>
   tolerations?: unknown[]
   topologySpreadConstraints: Array<{ labelSelector: { matchLabels: Record<string, string> } }>
 }
-interface DeploymentView { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpecView } } }
+interface DeploymentView { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpecView } } }
 
 /** The backend's Deployments (the tunnel's has its own test). */
 const deployments = (objects: Obj[]) => objects.filter((o) => o.kind === 'Deployment' && o.metadata.namespace === defaultConfig.namespace) as unknown as DeploymentView[]
@@ -81,7 +83,7 @@ describe('infra/k8s cross-references (committed YAML)', () => {
     const ds = deployments(objects)
     expect(ds.map((d) => d.metadata.labels?.['edge-infer/variant']).sort()).toEqual(['cpu', 'gpu'])
     const svc = one(objects, 'Service') as unknown as { metadata: Obj['metadata']; spec: { selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: string }> } }
-    const pdb = one(objects, 'PodDisruptionBudget') as unknown as { spec: { selector: { matchLabels: Record<string, string> } } }
+    const pdb = one(objects, 'PodDisruptionBudget', (o) => o.metadata.namespace === defaultConfig.namespace) as unknown as { spec: { selector: { matchLabels: Record<string, string> } } }
     const netpol = one(objects, 'NetworkPolicy') as unknown as { spec: { podSelector: { matchLabels: Record<string, string> } } }
     const sm = one(objects, 'ServiceMonitor') as unknown as { metadata: Obj['metadata']; spec: { selector: { matchLabels: Record<string, string> }; namespaceSelector: { matchNames: string[] }; endpoints: Array<{ port: string; path: string }> } }
     for (const d of ds) {
@@ -98,6 +100,16 @@ describe('infra/k8s cross-references (committed YAML)', () => {
     expect(sm.spec.namespaceSelector.matchNames).toEqual([svc.metadata.namespace])
     expect(svc.spec.ports.map((p) => p.name)).toContain(sm.spec.endpoints[0]!.port)
     expect(sm.spec.endpoints[0]!.path).toBe('/metrics')
+    // Prometheus scrapes the metrics port, not the http port the tunnel maps.
+    expect(sm.spec.endpoints[0]!.port).toBe(METRICS_PORT_NAME)
+  })
+
+  it('the NetworkPolicy admits the tunnel to the http port only and Prometheus to the metrics port only', async () => {
+    const objects = await committed()
+    const policy = one(objects, 'NetworkPolicy') as unknown as { spec: { ingress: Array<{ from: Array<{ namespaceSelector: { matchLabels: Record<string, string> } }>; ports: Array<{ port: string }> }> } }
+    const portsFrom = (ns: string) => policy.spec.ingress.filter((r) => r.from.some((p) => p.namespaceSelector.matchLabels['kubernetes.io/metadata.name'] === ns)).flatMap((r) => r.ports.map((p) => p.port))
+    expect(portsFrom(defaultConfig.ingressNamespace)).toEqual(['http'])
+    expect(portsFrom(defaultConfig.prometheusNamespace)).toEqual([METRICS_PORT_NAME])
   })
 
   it('ports, probe paths and the grace period follow the settings schema', async () => {
@@ -105,8 +117,8 @@ describe('infra/k8s cross-references (committed YAML)', () => {
       const pod = d.spec.template.spec
       const server = pod.containers[0]!
       const env = Object.fromEntries(server.env.map((e) => [e.name, e.value]))
-      expect(server.ports).toEqual([expect.objectContaining({ name: 'http', containerPort: defaults.PORT })])
-      expect(env).toMatchObject({ PORT: String(defaults.PORT), HOST: '0.0.0.0', MODEL_REPOSITORY: '/models', SHUTDOWN_GRACE_MS: String(defaults.SHUTDOWN_GRACE_MS) })
+      expect(server.ports).toEqual([expect.objectContaining({ name: 'http', containerPort: defaults.PORT }), expect.objectContaining({ name: METRICS_PORT_NAME, containerPort: METRICS_PORT })])
+      expect(env).toMatchObject({ PORT: String(defaults.PORT), METRICS_PORT: String(METRICS_PORT), HOST: '0.0.0.0', MODEL_REPOSITORY: '/models', SHUTDOWN_GRACE_MS: String(defaults.SHUTDOWN_GRACE_MS) })
       expect(settingsSchema.safeParse({ ...env, INFER_TOKEN: 'x'.repeat(16) }).success).toBe(true)
       expect(server.startupProbe.httpGet).toEqual({ path: READY_PATH, port: 'http' })
       expect(server.readinessProbe.httpGet).toEqual({ path: READY_PATH, port: 'http' })
@@ -116,7 +128,13 @@ describe('infra/k8s cross-references (committed YAML)', () => {
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(sleep + defaults.SHUTDOWN_GRACE_MS / 1000)
       expect(pod.terminationGracePeriodSeconds).toBe(terminationGraceSeconds(defaultConfig))
       const init = Object.fromEntries(pod.initContainers[0]!.env.map((e) => [e.name, e.value]))
-      expect(init).toEqual({ MODEL_SOURCE: expect.stringMatching(/^s3:\/\/.+\/.+/), MODEL_REPOSITORY: '/models' })
+      const gpu = d.metadata.labels?.['edge-infer/variant'] === 'gpu'
+      // The bucket's region (else us-east-1 and a redirect); the GPU pod's fetch sees no GPU.
+      expect(init).toEqual({
+        MODEL_SOURCE: expect.stringMatching(/^s3:\/\/.+\/.+/), MODEL_REPOSITORY: '/models', AWS_REGION: defaultConfig.modelSourceRegion,
+        ...(gpu ? { NVIDIA_VISIBLE_DEVICES: 'void' } : {}),
+      })
+      expect(readFetchSettings(init).AWS_REGION).toBe(defaultConfig.modelSourceRegion)
       for (const sc of [server.securityContext, pod.initContainers[0]!.securityContext]) {
         expect(sc).toMatchObject({ runAsNonRoot: true, runAsUser: expect.any(Number), readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } })
         expect(sc.runAsUser).toBeGreaterThan(0)
@@ -124,19 +142,46 @@ describe('infra/k8s cross-references (committed YAML)', () => {
     }
   })
 
-  it('turns the backend\'s tracing on with a ratio sampler, and every $(VAR) reference names a variable defined before it', async () => {
+  it('fetches with workload identity by default: IRSA role on the ServiceAccount, for the init container only, no key Secret', async () => {
+    const objects = await committed()
+    const sa = one(objects, 'ServiceAccount') as unknown as Obj & { metadata: { annotations?: Record<string, string> }; automountServiceAccountToken: boolean }
+    expect(sa.metadata.annotations).toEqual({ [IRSA_ROLE_ANNOTATION]: defaultConfig.modelSourceRoleArn })
+    expect(sa.automountServiceAccountToken).toBe(false)
+    for (const d of deployments(objects)) {
+      expect(d.spec.template.metadata.annotations).toEqual({ [IRSA_SKIP_ANNOTATION]: d.spec.template.spec.containers[0]!.name })
+      expect(d.spec.template.spec.initContainers[0]!.envFrom).toBeUndefined()
+    }
+    // A store without workload identity: the static key Secret, and no IRSA annotations.
+    const keyed = Object.values(manifests({ ...defaultConfig, modelSourceRoleArn: undefined, modelSourceSecret: 'model-keys' })).flat().map((m) => m.toJSON()) as unknown as Obj[]
+    expect((one(keyed, 'ServiceAccount') as unknown as { metadata: { annotations?: unknown } }).metadata.annotations).toBeUndefined()
+    for (const d of deployments(keyed)) {
+      expect(d.spec.template.metadata.annotations).toBeUndefined()
+      expect(d.spec.template.spec.initContainers[0]!.envFrom).toEqual([{ secretRef: { name: 'model-keys' } }])
+    }
+  })
+
+  it('leaves tracing off by default (no collector in kube-prometheus-stack)', async () => {
+    expect(defaultConfig.otlpEndpoint).toBeUndefined()
     for (const d of deployments(await committed())) {
+      const env = d.spec.template.spec.containers[0]!.env
+      expect(env.map((e) => e.name).filter((n) => n.startsWith('OTEL_'))).toEqual([])
+      expect(tracingWanted(Object.fromEntries(env.map((e) => [e.name, e.value])))).toBe(false)
+    }
+  })
+
+  it('turns the backend\'s tracing on with a ratio sampler where the operator names a collector, and every $(VAR) reference names a variable defined before it', () => {
+    const otlpEndpoint = 'http://opentelemetry-collector.monitoring.svc:4318'
+    const traced = Object.values(manifests({ ...defaultConfig, otlpEndpoint })).flat().map((m) => m.toJSON()) as unknown as Obj[]
+    for (const d of deployments(traced)) {
       const env = d.spec.template.spec.containers[0]!.env
       const values = Object.fromEntries(env.map((e) => [e.name, e.value]))
       expect(tracingWanted(values)).toBe(true)
-      expect(values).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: defaultConfig.otlpEndpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(defaultConfig.traceSampleRatio) })
+      expect(values).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(defaultConfig.traceSampleRatio) })
       // The kubelet expands $(NAME) only for variables listed earlier in the same container.
       env.forEach((e, i) => {
         for (const [, ref] of (e.value ?? '').matchAll(/\$\(([A-Z_]+)\)/g)) expect(env.slice(0, i).map((x) => x.name), `${e.name} refers to ${ref}`).toContain(ref)
       })
     }
-    const untraced = Object.values(manifests({ ...defaultConfig, otlpEndpoint: undefined })).flat().map((m) => m.toJSON()) as unknown as Obj[]
-    for (const d of deployments(untraced)) expect(tracingWanted(Object.fromEntries(d.spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value])))).toBe(false)
   })
 
   it('only the GPU Deployment asks for a GPU and lands on the GPU pool', async () => {
@@ -186,9 +231,25 @@ describe('infra/k8s cross-references (committed YAML)', () => {
     one(objects, 'Namespace', (o) => o.metadata.name === tunnel.metadata.namespace)
     const [container] = tunnel.spec.template.spec.containers
     expect(container!.image).toMatch(/^cloudflare\/cloudflared:\d{4}\.\d+\.\d+$/)
+    expect(container!.image).not.toBe('cloudflare/cloudflared:2025.8.1')
+    const pdb = one(objects, 'PodDisruptionBudget', (o) => o.metadata.namespace === tunnel.metadata.namespace) as unknown as { spec: { maxUnavailable: number; selector: { matchLabels: Record<string, string> } } }
+    const tunnelPods = (tunnel as unknown as DeploymentView).spec.template.metadata.labels
+    expect(matches(pdb.spec.selector.matchLabels, tunnelPods)).toBe(true)
+    expect(pdb.spec.maxUnavailable).toBeLessThan((tunnel as unknown as { spec: { replicas: number } }).spec.replicas)
     expect(container!.args).toContain('--no-autoupdate')
     expect(container!.env.map((e) => e.name)).toEqual(['TUNNEL_TOKEN'])
     const svc = one(objects, 'Service') as unknown as Obj & { spec: { ports: Array<{ port: number }> } }
     expect(tunnelOrigin(defaultConfig)).toBe(`http://${svc.metadata.name}.${svc.metadata.namespace}.svc.cluster.local:${svc.spec.ports[0]!.port}`)
+  })
+})
+
+describe('the edge scrape (committed YAML)', () => {
+  it('a ScrapeConfig the ServiceMonitor\'s Prometheus selects scrapes the Worker\'s /metrics with the admin key from a Secret', async () => {
+    const objects = await committed()
+    const sc = one(objects, 'ScrapeConfig') as unknown as Obj & { spec: { jobName: string; scheme: string; metricsPath: string; authorization: { type: string; credentials: { name: string; key: string } }; staticConfigs: Array<{ targets: string[] }> } }
+    expect(sc.metadata.labels).toMatchObject(defaultConfig.serviceMonitorLabels)
+    expect(sc.spec).toMatchObject({ jobName: EDGE_JOB, scheme: 'HTTPS', metricsPath: '/metrics' })
+    expect(sc.spec.authorization).toEqual({ type: 'Bearer', credentials: { name: EDGE_SCRAPE_SECRET, key: 'key' } })
+    expect(sc.spec.staticConfigs).toEqual([{ targets: [defaultConfig.edgeHost] }])
   })
 })
