@@ -89,6 +89,8 @@ export interface S3ClientOptions {
 export const createS3Client = (o: S3ClientOptions): S3Client =>
   new S3Client({
     region: o.region,
+    // A bucket in another region than AWS_REGION answers 301: retried there instead of failing the init step.
+    followRegionRedirects: true,
     forcePathStyle: o.forcePathStyle,
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     ...(o.maxAttempts ? { maxAttempts: o.maxAttempts } : {}),

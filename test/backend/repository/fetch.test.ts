@@ -266,3 +266,14 @@ describe('every wait is bounded', () => {
     source.close?.()
   })
 })
+
+describe('createS3Client', () => {
+  it('follows a bucket\'s region redirect (a bucket outside AWS_REGION is a 301 otherwise)', () => {
+    const c = createS3Client({ region: 'us-east-1', forcePathStyle: false, idleTimeoutMs: 1_000 })
+    try {
+      expect(c.config.followRegionRedirects).toBe(true)
+    } finally {
+      c.destroy()
+    }
+  })
+})
