@@ -35,6 +35,12 @@ export const selectVersions = (policy: ModelConfig['version_policy'], present: r
   return new Set(newestFirst.filter((v) => policy.specific.includes(v)))
 }
 
+/** Triton's config.pbtxt fields written as JSON: the most common first config, refused field by field. */
+const tritonShaped = (raw: unknown): boolean =>
+  typeof raw === 'object' && raw !== null && ('input' in raw || 'output' in raw || (raw as { platform?: unknown }).platform === 'onnxruntime_onnx')
+
+const TRITON_HINT = ' (this is Triton\'s config.pbtxt shape; here: "platform": "onnxruntime", "inputs"/"outputs" of {"name", "datatype": "FP32", "dims"}; see docs/bring-your-own-model.md)'
+
 const readConfig = async (dir: string, folderName: string): Promise<ModelConfig> => {
   let raw: unknown
   try {
@@ -45,7 +51,7 @@ const readConfig = async (dir: string, folderName: string): Promise<ModelConfig>
   const parsed = modelConfig.safeParse(raw)
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
-    throw new Error(`${CONFIG_FILE} is invalid: ${issues.join('; ')}`)
+    throw new Error(`${CONFIG_FILE} is invalid: ${issues.join('; ')}${tritonShaped(raw) ? TRITON_HINT : ''}`)
   }
   if (parsed.data.name !== folderName) throw new Error(`${CONFIG_FILE}: name "${parsed.data.name}" does not match folder "${folderName}"`)
   return parsed.data

@@ -66,7 +66,7 @@ describe('HttpTransport against the real backend', () => {
       const problem = error as Problem
       expect([problem.status, problem.extra.headers?.['retry-after']]).toEqual([409, undefined])
       expect(problem.detail).toMatch(/^inference tier: model "triton-shaped" configuration refused: config\.json is invalid: .*platform/)
-      expect(problem.detail).toMatch(/inputs/)
+      expect(problem.detail).toMatch(/inputs.*\(this is Triton's config\.pbtxt shape; here: "platform": "onnxruntime"/)
     }
   })
 
