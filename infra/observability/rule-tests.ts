@@ -1,6 +1,7 @@
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
 import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
-import { BACKEND_JOB, LATENCY_SLO, allAlerts, type AlertRule } from './rules.ts'
+import { defaultConfig } from '../k8s/config.ts'
+import { BACKEND_JOB, LATENCY_SLO, VARIANT_LABEL, allAlerts, type AlertRule } from './rules.ts'
 
 /**
  * promtool unit tests (`promtool test rules`): for every alert at least one case where it fires
@@ -27,6 +28,8 @@ const selector = (name: string, labels: Record<string, string>): string =>
 const series = (name: string, labels: Record<string, string>, values: string): Series => ({ series: selector(name, labels), values })
 
 const MODEL = { model: 'credit-risk' }
+/** The labels the KEDA query selects the backend's series by (set by the ServiceMonitor's scrape). */
+const KEDA_LABELS = { namespace: defaultConfig.namespace, service: defaultConfig.name }
 const VERSION = { ...MODEL, version: '2' }
 
 /** Edge latency with `slowPerMinute` of 100 requests a minute over the SLO threshold. */
@@ -103,6 +106,25 @@ export const ALERT_CASES: Record<string, Case[]> = {
     { why: 'scraped but not ready for 10 min', at: '10m', series: [series(BACKEND_METRICS.ready, BACKEND, '0x10'), series('up', BACKEND, '1x10')], fires: BACKEND },
     { why: 'not scraped at all for 10 min', at: '10m', series: [series('up', BACKEND, '0x10')], fires: BACKEND },
     { why: 'ready after 2 min of warm-up', at: '10m', series: [series(BACKEND_METRICS.ready, BACKEND, '0 0 1x8'), series('up', BACKEND, '1x10')] },
+  ],
+  EdgeInferBackendTargetAbsent: [
+    { why: 'no backend target for 10 min', at: '10m', series: [series('up', { job: 'some-other-job', instance: '10.0.0.9:9100' }, '1x10')], fires: { job: BACKEND_JOB } },
+    { why: 'a backend target scraped, even one that is down', at: '10m', series: [series('up', BACKEND, '0x10')] },
+  ],
+  EdgeInferQueueDepthAbsent: [
+    { why: 'targets up, no queue-depth series for 15 min', at: '15m', series: [series('up', BACKEND, '1x15')], fires: KEDA_LABELS },
+    { why: 'the gauge KEDA reads is there', at: '15m', series: [series(BACKEND_METRICS.queueDepth, { ...BACKEND, ...KEDA_LABELS, ...VERSION }, '0x15')] },
+  ],
+  EdgeInferGpuPodOnCpu: [
+    { why: 'a GPU pod on the CPU provider for 10 min', at: '10m', series: [series(BACKEND_METRICS.executionProvider, { ...BACKEND, ...VERSION, [VARIANT_LABEL]: 'gpu', provider: 'cpu' }, '1x10')], fires: { instance: BACKEND.instance, ...VERSION } },
+    {
+      why: 'a GPU pod on CUDA, and a CPU pod on the CPU provider',
+      at: '10m',
+      series: [
+        series(BACKEND_METRICS.executionProvider, { ...BACKEND, ...VERSION, [VARIANT_LABEL]: 'gpu', provider: 'cuda' }, '1x10'),
+        series(BACKEND_METRICS.executionProvider, { ...BACKEND, instance: '10.0.0.8:9464', ...VERSION, [VARIANT_LABEL]: 'cpu', provider: 'cpu' }, '1x10'),
+      ],
+    },
   ],
   EdgeInferFallbackServing: [
     { why: 'Lambda answered 10 a minute for 10 min', at: '10m', series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'lambda' }, '0+10x10')], fires: MODEL },

@@ -19,6 +19,10 @@ export const QUEUE_FILL_WARNING = 0.8
 export const TOO_MANY_REQUESTS_RATIO = 0.05
 /** The backend's job label: a ServiceMonitor names the job after the Service. */
 export const BACKEND_JOB = defaultConfig.name
+/** The labels the ServiceMonitor's scrape gives the backend's series, which the KEDA query selects on. */
+const KEDA_SELECTOR = `namespace="${defaultConfig.namespace}",service="${defaultConfig.name}"`
+/** The pod label the ServiceMonitor copies onto every series (podTargetLabels `edge-infer/variant`). */
+export const VARIANT_LABEL = 'edge_infer_variant'
 
 export interface RecordingRule {
   record: string
@@ -192,6 +196,36 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
         severity: 'critical',
         summary: '{{ $labels.instance }}: backend not ready (or not scraped) for 5 min',
         runbook: 'kubectl describe pod / logs: init container model fetch (MANIFEST mismatch, S3 credentials), warm-up, OOM. /v2/repository/index says why a version did not load.',
+      },
+      {
+        alert: 'EdgeInferBackendTargetAbsent',
+        // No target at all leaves no `up` series: EdgeInferBackendNotReady has nothing to compare.
+        signal: `absent(up{job="${BACKEND_JOB}"})`,
+        condition: '== 1',
+        for: '5m',
+        severity: 'critical',
+        summary: 'no backend target scraped for 5 min (job {{ $labels.job }})',
+        runbook: 'Prometheus /targets: is the ServiceMonitor selected (its labels vs the Prometheus serviceMonitorSelector), does the Service have endpoints (kubectl get endpoints), does the NetworkPolicy admit Prometheus to the metrics port? No pods at all: kubectl get deploy,pods -n edge-infer.',
+      },
+      {
+        alert: 'EdgeInferQueueDepthAbsent',
+        // What KEDA reads: without it KEDA holds its fallback replica count, blind to load.
+        signal: `absent(${BACKEND.queueDepth}{${KEDA_SELECTOR}})`,
+        condition: '== 1',
+        for: '10m',
+        severity: 'critical',
+        summary: 'the queue-depth gauge KEDA scales on has no series for 10 min',
+        runbook: 'See EdgeInferBackendTargetAbsent first. Targets up but no gauge: no model version is serving (/v2/repository/index), or the series lost the namespace/service labels the KEDA query selects. KEDA runs its fallback replicas meanwhile (ScaledObject status).',
+      },
+      {
+        alert: 'EdgeInferGpuPodOnCpu',
+        // Providers ["cuda","cpu"] fall back to the CPU silently when CUDA cannot start.
+        signal: `max by (instance, model, version) (${BACKEND.executionProvider}{provider="cpu",${VARIANT_LABEL}="gpu"})`,
+        condition: '> 0',
+        for: '5m',
+        severity: 'critical',
+        summary: '{{ $labels.instance }} {{ $labels.model }} v{{ $labels.version }}: a GPU pod serves on the CPU execution provider',
+        runbook: 'The pod logs say why CUDA did not start (driver/CUDA version, no device: nvidia.com/gpu request, NVIDIA device plugin, image variant). Capacity is a fraction of what KEDA assumes: delete the pod to reschedule, cordon the node if it repeats.',
       },
       {
         alert: 'EdgeInferFallbackServing',

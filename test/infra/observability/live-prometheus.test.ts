@@ -29,6 +29,9 @@ import { legendLabels, panelQueries, substituteVariables, type DashboardView } f
 const EXPECTED_EMPTY: Record<string, string> = {
   'signal:EdgeInferCanaryRolledBack': 'no canary is rolled back in a healthy run (the decisions panel reads the same counter)',
   'signal:EdgeInferFallbackServing': 'no Lambda tier is configured: nothing is served_by="lambda"',
+  'signal:EdgeInferBackendTargetAbsent': 'absent() is empty while the backend target is scraped',
+  'signal:EdgeInferQueueDepthAbsent': 'absent() is empty while the queue-depth gauge KEDA reads is scraped',
+  'signal:EdgeInferGpuPodOnCpu': 'no GPU pod here: no series carries edge_infer_variant="gpu"',
   'panel:Replicas/B': 'kube-state-metrics does not run here',
   'panel:Replicas/C': 'kube-state-metrics does not run here (nor an HPA)',
 }
