@@ -83,6 +83,7 @@ export const PROBLEMS = {
   401: 'Unauthorized: no API key, a malformed one, or one that is not recognized',
   403: 'Forbidden: the API key lacks the scope this operation needs',
   404: 'Not Found: no such model or version (or, for predict, a model without a feature spec)',
+  409: 'Conflict: the inference tier refuses the model\'s config.json (the reason is in the detail); permanent until the model is fixed and reloaded',
   412: 'Precondition Failed: If-Match names no ETag of the current revision; read it again and retry',
   413: 'Content Too Large: the body is over the edge\'s limit (MAX_BODY_BYTES) or the tier\'s',
   415: 'Unsupported Media Type: the body must be uncompressed application/json',
@@ -109,4 +110,4 @@ export const GUARD_PROBLEMS: readonly ProblemStatus[] = [401, 403, 429, 500, 503
 /** A body the edge reads: 413/415 from the body checks come first. */
 export const BODY_PROBLEMS: readonly ProblemStatus[] = [400, 413, 415]
 /** What the inference tier's answer can become on the way back. */
-export const TIER_PROBLEMS: readonly ProblemStatus[] = [404, 502, 503, 504]
+export const TIER_PROBLEMS: readonly ProblemStatus[] = [404, 409, 502, 503, 504]

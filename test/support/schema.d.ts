@@ -1095,6 +1095,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description Conflict: the inference tier refuses the model's config.json (the reason is in the detail); permanent until the model is fixed and reloaded */
+        Problem409: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Content Too Large: the body is over the edge's limit (MAX_BODY_BYTES) or the tier's */
         Problem413: {
             headers: {
@@ -1189,6 +1199,16 @@ export interface components {
         };
         /** @description Not Found: no such model or version (or, for predict, a model without a feature spec) */
         OipProblem404: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["OipProblem"];
+            };
+        };
+        /** @description Conflict: the inference tier refuses the model's config.json (the reason is in the detail); permanent until the model is fixed and reloaded */
+        OipProblem409: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
@@ -1592,6 +1612,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -1876,6 +1897,7 @@ export interface operations {
             401: components["responses"]["OipProblem401"];
             403: components["responses"]["OipProblem403"];
             404: components["responses"]["OipProblem404"];
+            409: components["responses"]["OipProblem409"];
             413: components["responses"]["OipProblem413"];
             415: components["responses"]["OipProblem415"];
             429: components["responses"]["OipProblem429"];
@@ -1931,6 +1953,7 @@ export interface operations {
             401: components["responses"]["OipProblem401"];
             403: components["responses"]["OipProblem403"];
             404: components["responses"]["OipProblem404"];
+            409: components["responses"]["OipProblem409"];
             413: components["responses"]["OipProblem413"];
             415: components["responses"]["OipProblem415"];
             429: components["responses"]["OipProblem429"];
@@ -1969,6 +1992,7 @@ export interface operations {
             401: components["responses"]["OipProblem401"];
             403: components["responses"]["OipProblem403"];
             404: components["responses"]["OipProblem404"];
+            409: components["responses"]["OipProblem409"];
             429: components["responses"]["OipProblem429"];
             500: components["responses"]["OipProblem500"];
             502: components["responses"]["OipProblem502"];
@@ -2007,6 +2031,7 @@ export interface operations {
             401: components["responses"]["OipProblem401"];
             403: components["responses"]["OipProblem403"];
             404: components["responses"]["OipProblem404"];
+            409: components["responses"]["OipProblem409"];
             429: components["responses"]["OipProblem429"];
             500: components["responses"]["OipProblem500"];
             502: components["responses"]["OipProblem502"];
