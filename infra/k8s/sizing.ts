@@ -36,3 +36,12 @@ export const memoryMi = (gpu: boolean): number =>
  * the knee's rows/s and the time a row spends in the batcher).
  */
 export const TARGET_ROWS_PER_REPLICA = Math.floor(MEASURED.kneeDepthRows)
+
+/** Share of the knee's rows/s a replica is asked to carry on average: the rest absorbs a spike until new pods are ready. */
+export const TARGET_SHARE_OF_KNEE = 0.65
+
+/**
+ * Per-replica target of the arrival rate (the leading trigger): queue depth only rises once a replica
+ * is already near saturation, the arrival rate rises with the traffic that will saturate it.
+ */
+export const TARGET_REQUESTS_PER_SECOND_PER_REPLICA = Math.round(TARGET_SHARE_OF_KNEE * MEASURED.kneeRowsPerSecond)
