@@ -27,6 +27,25 @@ export const lambdaManager = (): ModelManager => {
   return manager
 }
 
+/**
+ * Loads the newest version of every model in the repository. Run at import inside Lambda, so the
+ * work falls in the init phase (before the first invoke, and again on each new instance) instead
+ * of on a client's first request; a model that fails here is retried, and refused, on demand.
+ */
+export const initLambda = async (): Promise<void> => {
+  const m = lambdaManager()
+  const names = await m.repository.names()
+  await Promise.all(names.map((name) => m.resolve(name).catch(() => undefined)))
+}
+
+/** The Lambda runtime sets it; tests and tools that import the handler load nothing up front. */
+export const IN_LAMBDA = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined
+
+/** The init-phase load, when this module runs inside Lambda. */
+export const lambdaInit: Promise<void> | undefined = IN_LAMBDA ? initLambda().catch(() => undefined) : undefined
+// An ES module's top-level await holds the runtime's init phase until the models are warm.
+await lambdaInit
+
 /** The CPU fallback tier: same repository, validation and executor as the server, batching off. */
 export const handler = async (event: unknown): Promise<InferResponse | LambdaErrorResult> => {
   try {
