@@ -137,7 +137,7 @@ const main = async () => {
   }
 
   const instanceId = randomUUID()
-  const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, INFER_TOKEN: inferToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' })
+  const backend = start('backend', process.execPath, ['--import', 'tsx', 'backend/server.ts'], { PORT: String(BACKEND_PORT), INSTANCE_ID: instanceId, INFER_TOKEN: inferToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ORT_DISABLE_TELEMETRY: '1' })
   process.stdout.write(`[backend] pid ${await backend.pid}\n`)
   await confirmBackend(BACKEND_URL, instanceId, { cancelled: () => stopping })
   const edge = start('edge', process.execPath, [

@@ -107,7 +107,10 @@ export class LambdaTierStack extends Stack {
     })
     logGroup.grantWrite(role)
 
-    const environment: LambdaEnvironment = {
+    // ORT_DISABLE_TELEMETRY is read by onnxruntime itself, not settings.ts: without it 1.30 starts
+    // Microsoft's telemetry client on Linux (issue 31 §2).
+    const environment: LambdaEnvironment & { ORT_DISABLE_TELEMETRY: '1' } = {
+      ORT_DISABLE_TELEMETRY: '1',
       MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY,
       LOG_LEVEL: options.logLevel,
       MODEL_MEMORY_BUDGET_MB: String(options.memoryMb - NON_MODEL_HEADROOM_MB),

@@ -81,8 +81,9 @@ describe('LambdaTierStack template', () => {
   it('sets only variables backend/settings.ts reads, with values it accepts', () => {
     const [, fn] = ofType(base.json, 'AWS::Lambda::Function')[0]!
     const variables = (fn.Properties!.Environment as { Variables: Record<string, string> }).Variables
-    expect(variables).toEqual({ MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY, LOG_LEVEL: 'info', MODEL_MEMORY_BUDGET_MB: '1536' })
-    for (const name of Object.keys(variables)) expect(Object.keys(settingsSchema.shape)).toContain(name)
+    // ORT_DISABLE_TELEMETRY is onnxruntime's own switch (issue 31 §2); every other name is a setting.
+    expect(variables).toEqual({ ORT_DISABLE_TELEMETRY: '1', MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY, LOG_LEVEL: 'info', MODEL_MEMORY_BUDGET_MB: '1536' })
+    for (const name of Object.keys(variables).filter((n) => n !== 'ORT_DISABLE_TELEMETRY')) expect(Object.keys(settingsSchema.shape)).toContain(name)
     expect(readSettings(variables)).toMatchObject({ MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY, LOG_LEVEL: 'info', MODEL_MEMORY_BUDGET_MB: 1536 })
   })
 

@@ -95,10 +95,15 @@ describe.each(DOCKERFILES)('%s', (file) => {
   const stages = () => parsed.get(file)!.stages
   const final = () => stages().at(-1)!
 
-  it('is multi-stage: a builder with dev dependencies runs the build, a production-only install, a runtime that copies dist/', () => {
+  it('is multi-stage: a builder with the build tools runs the build, a production-only install, a runtime that copies dist/', () => {
     const byName = new Map(stages().map((s) => [s.name, s]))
     const runs = (name: string) => only(byName.get(name)!, 'RUN').map((r) => r.getRawArgumentsContent() ?? '').join('\n')
-    expect(runs('builder')).toMatch(/npm ci(?! --omit)/)
+    // The builder gets production dependencies plus only what `npm run build` reads: never a full
+    // `npm ci` of the devDependencies (wrangler, workerd, aws-cdk, the `node` package).
+    expect(runs('builder')).toMatch(/npm ci --omit=dev/)
+    expect(runs('builder')).not.toMatch(/npm ci(?! --omit=dev)/)
+    expect(runs('builder')).toMatch(/\['typescript', '@types\/node', 'onnx-proto'\]/)
+    expect(runs('builder')).toMatch(/test ! -e node_modules\/wrangler && test ! -e node_modules\/workerd && test ! -e node_modules\/node/)
     expect(runs('builder')).toMatch(/npm run build/)
     expect(runs('deps')).toMatch(/npm ci --omit=dev/)
     const copies = only(final(), 'COPY').map(withFlags)
@@ -106,6 +111,26 @@ describe.each(DOCKERFILES)('%s', (file) => {
     // No install or build at run time, and no dev dependencies copied over.
     expect(only(final(), 'RUN').map((r) => r.getRawArgumentsContent()).join('\n')).not.toMatch(/npm (ci|install)/)
     expect(copies.join('\n')).not.toMatch(/--from=builder \/app\/node_modules/)
+  })
+
+  it("keeps only the target platform's onnxruntime-node binaries", () => {
+    const deps = stages().find((s) => s.name === 'deps')!
+    const runs = only(deps, 'RUN').map((r) => r.getRawArgumentsContent() ?? '').join('\n')
+    expect(runs).toMatch(/cd node_modules\/onnxruntime-node\/bin\/napi-v6/)
+    expect(runs).toMatch(/find \. -mindepth 2 -maxdepth 2 -type d ! -path "?\.\/linux\/(\$arch|x64)"? -exec rm -rf \{\} \+/)
+    expect(runs).toMatch(/test -f "?linux\/(\$arch|x64)\/onnxruntime_binding\.node"?/)
+  })
+
+  it("turns off onnxruntime's telemetry client", () => {
+    expect(envOf(final())).toMatchObject({ ORT_DISABLE_TELEMETRY: '1' })
+  })
+
+  it("lets npm trust the build machine's CA bundle through a secret mount, never a copied file", () => {
+    const installs = stages().flatMap((s) => only(s, 'RUN')).map(withFlags).filter((r) => /npm ci/.test(r))
+    expect(installs.length).toBeGreaterThan(0)
+    for (const r of installs) expect(r).toMatch(/^--mount=type=secret,id=npm_ca /)
+    const copies = stages().flatMap((s) => only(s, 'COPY').concat(only(s, 'ADD'))).map(withFlags).join('\n')
+    expect(copies).not.toMatch(/\.(pem|crt|key)\b|ca-certificates/)
   })
 
   it('runs as a numeric non-root user', () => {
