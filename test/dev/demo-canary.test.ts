@@ -34,4 +34,35 @@ describe('npm run demo:canary', () => {
     expect(output.trimEnd().split('\n').at(-1)).toMatch(/^The stack is stopped\. .*--keep/)
     expect(output).not.toContain('<the key npm start printed>')
   }, 240_000)
+
+  it('with --keep (edge-infer demo canary), leaves the stack and console up with the key printed until SIGINT', async () => {
+    const [backendPort, edgePort] = [await freePort(), await freePort()]
+    const edgeUrl = `http://127.0.0.1:${edgePort}`
+    const child = spawn(process.execPath, ['bin/edge-infer.mjs', 'demo', 'canary', '--keep'], {
+      env: { ...process.env, BACKEND_PORT: String(backendPort), EDGE_PORT: String(edgePort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    let output = ''
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d))
+    const key = await new Promise<string>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        output += d
+        const found = /^The stack stays up: edge \S+, local API key (\S+)$/m.exec(output)?.[1]
+        if (found !== undefined && output.includes('Ctrl-C')) resolve(found)
+      })
+      void exited.then(() => reject(new Error(`the demo exited before it said the stack stays up: ${output}`)))
+    })
+    try {
+      expect(output).toContain(`curl -s ${edgeUrl}/v1/models/credit-risk/rollout/history -H 'x-api-key: ${key}'`)
+      const history = await fetch(`${edgeUrl}/v1/models/credit-risk/rollout/history`, { headers: { 'x-api-key': key } })
+      expect(history.status).toBe(200)
+      expect((await fetch(`${edgeUrl}/console`)).status).toBe(200)
+    } finally {
+      child.kill('SIGINT')
+    }
+    expect(await exited, output).toBe(0)
+    const up = await Promise.all([`http://127.0.0.1:${backendPort}/v2/health/live`, `${edgeUrl}/healthz`].map((u) => fetch(u).then(() => true, () => false)))
+    expect(up).toEqual([false, false])
+  }, 240_000)
 })
