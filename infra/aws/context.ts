@@ -17,6 +17,7 @@ export const lambdaTierContext = z.object({
   logRetentionDays: int(1, 3653).refine((d) => RETENTIONS.has(d), 'not a CloudWatch Logs retention period (1, 3, 5, 7, 14, 30, 60, 90, ...)').optional(),
   logLevel: z.enum(LOG_LEVELS).optional(),
   provisionedConcurrency: int(0, 10_000).optional(),
+  // Default LAMBDA_TIER_DEFAULTS.reservedConcurrency; 0 stops the tier.
   reservedConcurrency: int(0, 10_000).optional(),
 })
 

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Aws, CfnOutput, Duration, IgnoreMode, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib'
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets'
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
 import * as iam from 'aws-cdk-lib/aws-iam'
 import * as lambda from 'aws-cdk-lib/aws-lambda'
 import * as logs from 'aws-cdk-lib/aws-logs'
@@ -38,6 +39,12 @@ export const LAMBDA_TIER_DEFAULTS = {
   logLevel: 'info',
   /** 0: no provisioned concurrency (cold starts are paid on the fallback path only). */
   provisionedConcurrency: 0,
+  /**
+   * A cap, so a backend outage that sends every request here cannot take the account's shared
+   * concurrency pool (1,000 by default) from its other functions. A warm instance answers in about a
+   * millisecond, so 100 instances carry far more than the fallback is meant for.
+   */
+  reservedConcurrency: 100,
 } as const satisfies Partial<LambdaTierOptions>
 
 /** Left outside the model memory budget: Node, onnxruntime and tensors (133 MB measured in all, with two small models). */
@@ -50,8 +57,8 @@ export interface LambdaTierOptions {
   logLevel: LogLevel
   /** Instances kept initialised on the alias; 0 turns it off. */
   provisionedConcurrency: number
-  /** Caps concurrent instances (and so cost and the account's shared pool); unset: no cap. */
-  reservedConcurrency?: number
+  /** Caps concurrent instances (and so cost and the account's shared pool); 0 stops every invoke. */
+  reservedConcurrency: number
 }
 
 export interface LambdaTierStackProps extends StackProps, Partial<LambdaTierOptions> {
@@ -81,6 +88,8 @@ export class LambdaTierStack extends Stack {
   readonly fn: lambda.DockerImageFunction
   readonly alias: lambda.Alias
   readonly edgeUser: iam.User
+  readonly errorsAlarm: cloudwatch.Alarm
+  readonly throttlesAlarm: cloudwatch.Alarm
 
   constructor(scope: Construct, id: string, props: LambdaTierStackProps = {}) {
     super(scope, id, props)
@@ -90,7 +99,10 @@ export class LambdaTierStack extends Stack {
       logRetentionDays: props.logRetentionDays ?? LAMBDA_TIER_DEFAULTS.logRetentionDays,
       logLevel: props.logLevel ?? LAMBDA_TIER_DEFAULTS.logLevel,
       provisionedConcurrency: props.provisionedConcurrency ?? LAMBDA_TIER_DEFAULTS.provisionedConcurrency,
-      reservedConcurrency: props.reservedConcurrency,
+      reservedConcurrency: props.reservedConcurrency ?? LAMBDA_TIER_DEFAULTS.reservedConcurrency,
+    }
+    if (options.provisionedConcurrency > options.reservedConcurrency) {
+      throw new Error(`provisionedConcurrency ${options.provisionedConcurrency} exceeds reservedConcurrency ${options.reservedConcurrency}`)
     }
     if (options.memoryMb - NON_MODEL_HEADROOM_MB < 128) {
       throw new Error(`memoryMb ${options.memoryMb} leaves under 128 MB for models after ${NON_MODEL_HEADROOM_MB} MB of headroom`)
@@ -123,7 +135,7 @@ export class LambdaTierStack extends Stack {
       role,
       logGroup,
       environment,
-      ...(options.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: options.reservedConcurrency }),
+      reservedConcurrentExecutions: options.reservedConcurrency,
       description: 'edge-infer CPU fallback tier (backend/lambda.ts handler)',
     })
 
@@ -132,6 +144,21 @@ export class LambdaTierStack extends Stack {
       version: this.fn.currentVersion,
       ...(options.provisionedConcurrency > 0 ? { provisionedConcurrentExecutions: options.provisionedConcurrency } : {}),
     })
+
+    // On the alias, the only thing the edge invokes. No action: the operator wires them to a topic (docs/deploy.md).
+    const alarm = (id: string, metric: cloudwatch.Metric, description: string) =>
+      new cloudwatch.Alarm(this, id, {
+        metric,
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        // No invocations is the normal state of a fallback tier.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: description,
+      })
+    // Refusals (bad input, unknown model) are results, not errors: an error is a crash or a timeout.
+    this.errorsAlarm = alarm('ErrorsAlarm', this.alias.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }), 'edge-infer Lambda tier: invocations failed (crash, timeout, init error) in 5 min')
+    this.throttlesAlarm = alarm('ThrottlesAlarm', this.alias.metricThrottles({ period: Duration.minutes(5), statistic: 'Sum' }), 'edge-infer Lambda tier: invocations throttled at the reserved concurrency cap in 5 min')
 
     // The edge's identity. Workers have no AWS role to assume, so it is a user; its access key is
     // made by the operator with the CLI (see docs/deploy.md) so the secret never enters CloudFormation.

@@ -71,7 +71,10 @@ describe('LambdaTierStack template', () => {
     // No Handler/Runtime: the image's CMD names the handler.
     expect(fn.Properties).not.toHaveProperty('Handler')
     expect(fn.Properties).not.toHaveProperty('Runtime')
-    expect(fn.Properties).not.toHaveProperty('ReservedConcurrentExecutions')
+    // Capped by default: a backend outage cannot spend the account's whole concurrency pool.
+    expect(fn.Properties!.ReservedConcurrentExecutions).toBe(LAMBDA_TIER_DEFAULTS.reservedConcurrency)
+    expect(LAMBDA_TIER_DEFAULTS.reservedConcurrency).toBeGreaterThan(0)
+    expect(LAMBDA_TIER_DEFAULTS.reservedConcurrency).toBeLessThan(1000)
     const aliases = ofType(base.json, 'AWS::Lambda::Alias')
     expect(aliases).toHaveLength(1)
     expect(aliases[0]![1].Properties).toMatchObject({ Name: ALIAS_NAME, FunctionName: { Ref: fnId } })
@@ -155,6 +158,29 @@ describe('LambdaTierStack template', () => {
     // The invoke grant stays on the alias, which provisioned concurrency serves.
     const [aliasId] = ofType(json, 'AWS::Lambda::Alias')[0]!
     template.hasResourceProperties('AWS::IAM::Policy', { PolicyDocument: { Statement: [{ Action: 'lambda:InvokeFunction', Resource: { Ref: aliasId } }] } })
+  })
+
+  it('alarms on errors and throttles of the alias the edge invokes, quiet while nothing is invoked', () => {
+    const alarms = ofType(base.json, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties!)
+    expect(alarms.map((a) => a.MetricName).sort()).toEqual(['Errors', 'Throttles'])
+    const [fnId] = ofType(base.json, 'AWS::Lambda::Function')[0]!
+    const [aliasId] = ofType(base.json, 'AWS::Lambda::Alias')[0]!
+    for (const a of alarms) {
+      expect(a).toMatchObject({
+        Namespace: 'AWS/Lambda', Statistic: 'Sum', Period: 300, Threshold: 1, EvaluationPeriods: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching',
+      })
+      // The alias's own series (FunctionName plus Resource function:alias), not the function's across versions.
+      const dims = a.Dimensions as Array<{ Name: string; Value: Json }>
+      expect(dims.map((d) => d.Name).sort()).toEqual(['FunctionName', 'Resource'])
+      expect(JSON.stringify(dims)).toContain(fnId)
+      expect(JSON.stringify(dims)).toContain(ALIAS_NAME)
+    }
+    expect(aliasId).toBeTruthy()
+  })
+
+  it('refuses provisioned concurrency above the reserved cap', () => {
+    expect(() => new LambdaTierStack(new App(), 'Over', { provisionedConcurrency: 5, reservedConcurrency: 2 })).toThrow(/exceeds reservedConcurrency/)
   })
 
   it('refuses context values Lambda or CloudWatch would refuse', () => {
