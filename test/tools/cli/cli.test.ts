@@ -8,6 +8,8 @@ import type { Command } from 'commander'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildProgram, commandPath } from '../../../tools/cli/program.ts'
 import { MIN_NODE_MAJOR, nodeVersionProblem } from '../../../bin/node-version.mjs'
+import { startUpstashAdapter } from '../../../dev/upstash-adapter/server.ts'
+import { startRedisServer } from '../../dev/support/redis-server.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const BIN = join(ROOT, 'bin/edge-infer.mjs')
@@ -135,4 +137,29 @@ describe('edge-infer keys list|revoke on the local keys file', () => {
     expect(r.code).not.toBe(0)
     expect(r.stderr).toContain('is not a local keys file')
   })
+})
+
+describe('edge-infer keys create|list|revoke --redis on the hash the edge reads', () => {
+  it('lists the keys stored there and revokes one by name', async () => {
+    const redis = await startRedisServer()
+    const token = 'cli-keys-test-token-0123456789'
+    const adapter = await startUpstashAdapter({ redisPort: redis.port, token })
+    try {
+      const env = { UPSTASH_REDIS_REST_URL: adapter.url, UPSTASH_REDIS_REST_TOKEN: token, API_KEYS: '' }
+      for (const name of ['web', 'ios']) {
+        const created = await run(['keys', 'create', '--redis', '--name', name, '--scopes', 'predict', '--json'], env)
+        expect(created.code, created.stderr).toBe(0)
+      }
+      const listed = await run(['keys', 'list', '--redis', '--json'], env)
+      expect(listed.code, listed.stderr).toBe(0)
+      expect((JSON.parse(listed.stdout) as Array<{ name: string }>).map((e) => e.name)).toEqual(['ios', 'web'])
+      const revoked = await run(['keys', 'revoke', '--redis', 'web'], env)
+      expect(revoked.code, revoked.stderr).toBe(0)
+      expect(JSON.parse((await run(['keys', 'list', '--redis', '--json'], env)).stdout)).toMatchObject([{ name: 'ios' }])
+      expect((await run(['keys', 'revoke', '--redis', 'web'], env)).stderr).toBe('error: Redis hash "apikeys" holds no key named "web" (see edge-infer keys revoke --help)\n')
+    } finally {
+      await adapter.close()
+      await redis.stop()
+    }
+  }, 60_000)
 })
