@@ -292,8 +292,12 @@ const kubePlay = async (s3Port: number) => {
     }
   }
   const port = await freePort()
-  for (const p of pod.containers[0]!.ports ?? []) { p.hostPort = port; p.hostIP = '127.0.0.1' }
+  // Only the http port: the metrics port (METRICS_PORT) is Prometheus', not published here.
+  for (const p of (pod.containers[0]!.ports ?? []).slice(0, 1)) { p.hostPort = port; p.hostIP = '127.0.0.1' }
   substitutions.push(`hostPort 127.0.0.1:${port} -> containerPort 8000 (a Service in a cluster)`)
+  // The manifests fetch with workload identity (IRSA) by default; podman has none, so the static-key Secret stands in.
+  pod.initContainers[0]!.envFrom = [{ secretRef: { name: 'edge-infer-model-source' } }]
+  substitutions.push('init container envFrom Secret edge-infer-model-source (s3rver keys) in place of the IRSA role on the ServiceAccount')
   const gateway = (await podman(['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'])).stdout.trim() || '10.88.0.1'
   const secrets = [
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'edge-infer-model-source' }, stringData: { S3_ENDPOINT: `http://${gateway}:${s3Port}`, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' } },
