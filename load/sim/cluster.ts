@@ -10,6 +10,29 @@ import { DRAINING, READY, Replica, STARTING } from './replica.ts'
  */
 export type Routing = 'random' | 'round-robin' | 'least-loaded'
 
+/** One Prometheus scrape of the pods. */
+export interface Scrape {
+  at: number
+  depths: number[]
+  missing: number
+  counters: Map<Replica, number>
+}
+
+/**
+ * rate() over the scrapes of its range: per pod, the counter's increase from the first to the last
+ * sample in the range over the time between them; a pod with fewer than two samples has no rate yet.
+ */
+export const podRates = (scrapes: readonly Scrape[]): number[] => {
+  const last = scrapes[scrapes.length - 1]
+  if (!last) return []
+  const rates: number[] = []
+  for (const [pod, count] of last.counters) {
+    const first = scrapes.find((s) => s.counters.has(pod))!
+    if (first !== last) rates.push((count - first.counters.get(pod)!) / (last.at - first.at))
+  }
+  return rates
+}
+
 /** The Deployment's pods behind the Service: where a request goes, and what scaling does to the pods. */
 export class Cluster {
   readonly pods: Replica[] = []
@@ -79,10 +102,13 @@ export class Cluster {
     if (pod.state === DRAINING && pod.depth === 0) this.pods.splice(this.pods.indexOf(pod), 1)
   }
 
-  /** Each pod's depth gauge as Prometheus scrapes it; pods still starting have no series yet, and the HPA counts them as missing. */
-  scrape(): { depths: number[]; missing: number } {
-    const depths = this.pods.filter((p) => p.state !== STARTING).map((p) => p.depth)
-    return { depths, missing: this.pods.length - depths.length }
+  /**
+   * Each pod's depth gauge and requests counter as Prometheus scrapes them; pods still starting have
+   * no series yet, and the HPA counts them as missing.
+   */
+  scrape(at: number): Scrape {
+    const serving = this.pods.filter((p) => p.state !== STARTING)
+    return { at, depths: serving.map((p) => p.depth), missing: this.pods.length - serving.length, counters: new Map(serving.map((p) => [p, p.arrivals])) }
   }
 
   private accountHeld(now: number): void {

@@ -50,6 +50,18 @@ export const recommendFromPods = (currentReplicas: number, values: readonly numb
   return replicas
 }
 
+/**
+ * computeReplicasForMetrics with several metrics: each gives its own recommendation and the HPA
+ * takes the largest. A metric it cannot read (`undefined`) is left out, but then it does not scale
+ * down: the missing one might have asked for more.
+ */
+export const recommendFromMetrics = (currentReplicas: number, recommendations: ReadonlyArray<number | undefined>): number => {
+  const valid = recommendations.filter((r): r is number => r !== undefined)
+  if (valid.length === 0) return currentReplicas
+  const largest = Math.max(...valid)
+  return valid.length < recommendations.length && largest < currentReplicas ? currentReplicas : largest
+}
+
 interface TimedValue {
   at: number
   value: number

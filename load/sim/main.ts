@@ -8,10 +8,10 @@ import { batcherSettingsOf } from './batcher-settings.ts'
 import { renderChart } from './chart.ts'
 import { comparisonTable, renderReport } from './report.ts'
 import { readHorizontalPodAutoscaler, readScaledObject, readScrapeIntervalS } from './scaler-config.ts'
-import { BUCKET_S, recommend, replicaCurve, runSetting, type Setting, type Tier } from './scenarios.ts'
+import { BUCKET_S, compareOnTrace, recommend, replicaCapacity, replicaCurve, runSetting, smallestFixed, type Setting, type Tier } from './scenarios.ts'
 import { readServiceTime, replicaServiceTime } from './service-time.ts'
 import type { Routing } from './simulate.ts'
-import { generateTrace, peakRate, readTrace, scaleTrace, traceDurationS } from './trace.ts'
+import { generateTrace, HOLDOUT, holdoutTrace, peakRate, readTrace, scaleTrace, traceDurationS } from './trace.ts'
 
 /**
  * `edge-infer simulate` (`npm run sim:autoscale`): the GPU tier under a day of traffic with the
@@ -69,13 +69,22 @@ export const simulate = (values: SimulateFlags, command: string): void => {
 
   const started = performance.now()
   const variant = (name: string, change: Partial<Setting['config']>, delay = startDelayS): Setting => ({ name, config: { ...committed, ...change }, startDelayS: delay })
+  // The rate target the simulated replica would get: the same share of its own capacity as the committed one of the measured knee.
+  const simulatedRateTarget = Math.round(0.65 * replicaCapacity(tier))
   const settings: Setting[] = [
-    variant(`committed KEDA (min ${committed.minReplicas}, max ${committed.maxReplicas}, target ${committed.target})`, {}),
+    variant(`committed KEDA (min ${committed.minReplicas}, max ${committed.maxReplicas}, target ${committed.target}${committed.rate ? ` rows and ${committed.rate.target} req/s` : ''})`, {}),
     { name: 'committed HPA-only variant', config: readHorizontalPodAutoscaler(), startDelayS },
-    variant(`target ${committed.target * 2}`, { target: committed.target * 2 }),
-    variant(`target ${Math.max(1, Math.round(committed.target / 2))}`, { target: Math.max(1, Math.round(committed.target / 2)) }),
-    variant(`min ${committed.minReplicas + 2} replicas`, { minReplicas: committed.minReplicas + 2 }),
-    variant('scale-down window 60 s', { behavior: { ...committed.behavior, scaleDown: { ...committed.behavior.scaleDown, stabilizationWindowSeconds: 60 } } }),
+    ...(committed.rate ? [
+      variant('queue depth only (no rate trigger)', { rate: undefined }),
+      variant(`rate target ${simulatedRateTarget} req/s (65 % of the simulated replica's capacity)`, { rate: { ...committed.rate, target: simulatedRateTarget } }),
+    ] : []),
+    // Variations of the queue-depth trigger alone; beside a rate trigger that leads they change nothing and only cost run time.
+    ...(committed.rate ? [] : [
+      variant(`target ${committed.target * 2}`, { target: committed.target * 2 }),
+      variant(`target ${Math.max(1, Math.round(committed.target / 2))}`, { target: Math.max(1, Math.round(committed.target / 2)) }),
+      variant(`min ${committed.minReplicas + 2} replicas`, { minReplicas: committed.minReplicas + 2 }),
+      variant('scale-down window 60 s', { behavior: { ...committed.behavior, scaleDown: { ...committed.behavior.scaleDown, stabilizationWindowSeconds: 60 } } }),
+    ]),
     variant(`start delay ${startDelayS * 3} s`, {}, startDelayS * 3),
   ]
   const outcomes = settings.map((s) => {
@@ -87,6 +96,16 @@ export const simulate = (values: SimulateFlags, command: string): void => {
   progress('recommendation')
   const recommendation = recommend(tier, trace, settings[0], curve, peakRps)
   const all = [...outcomes, recommendation.outcome]
+  // The settings compared with fixed counts on this trace and on one the settings never saw.
+  const compared = committed.rate ? [0, 1, 2, 3] : [0, 1]
+  const fixedLimit = committed.maxReplicas
+  progress('fixed replica counts')
+  const holdout = holdoutTrace(traceDurationS(trace), peakRps, seed)
+  const traces = [
+    { name: 'committed trace', autoscaled: compared.map((i) => outcomes[i]), fixed: smallestFixed(tier, trace, settings[0], peakRps, fixedLimit) },
+    compareOnTrace(tier, 'held-out trace', holdout, compared.map((i) => settings[i]), peakRate(holdout), fixedLimit, progress),
+  ]
+  const holdoutDescription = `generated, seed ${seed + HOLDOUT.seedOffset}, starting at 0${HOLDOUT.startHour}:00 on the morning ramp, ${HOLDOUT.spikesPerDay} spikes a day (+50–100 % for 2–10 min), the same length and peak`
   const runSeconds = (performance.now() - started) / 1000
 
   const date = new Date().toISOString().slice(0, 10)
@@ -121,6 +140,8 @@ export const simulate = (values: SimulateFlags, command: string): void => {
     recommendation,
     chartFile: basename(svgFile),
     runSeconds,
+    traces,
+    holdoutDescription,
   }))
   process.stdout.write(`${comparisonTable(all)}\n\nrecommended: min ${recommendation.minReplicas}, max ${recommendation.maxReplicas}, target ${recommendation.target} rows per replica\nwrote ${mdFile}\n      ${svgFile}\n`)
 }

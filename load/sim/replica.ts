@@ -17,6 +17,8 @@ export class Replica implements PolicyQueue {
   busy = 0
   runningRows = 0
   timerAt = Infinity
+  /** Requests routed here, refused ones included: the backend's requests counter. */
+  arrivals = 0
 
   get queued(): number {
     return this.tail - this.head

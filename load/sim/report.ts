@@ -1,5 +1,5 @@
 import type { BatcherSettings } from './batcher-settings.ts'
-import type { Recommendation, ReplicaPoint, SettingOutcome } from './scenarios.ts'
+import { meetsSla, type Recommendation, type ReplicaPoint, type SettingOutcome, type TraceComparison } from './scenarios.ts'
 import type { AutoscalerConfig } from './scaler-config.ts'
 import type { ServiceTimeMeasurement } from './service-time.ts'
 
@@ -20,6 +20,32 @@ export const comparisonTable = (outcomes: readonly SettingOutcome[]): string =>
     ]),
   )
 
+const cell = ({ result, violatedShare }: SettingOutcome) =>
+  `${int(violatedShare * result.buckets.length)} / ${int(result.rejected)} / ${(result.replicaSeconds / 3600).toFixed(2)}`
+
+/**
+ * The traces side by side: per setting, minutes violating / refused / replica-hours on each, then
+ * the smallest fixed count that meets the SLA on each.
+ */
+export const tracesTable = (traces: readonly TraceComparison[]): string => {
+  const rows = traces[0].autoscaled.map((o, i) => [o.setting.name, ...traces.map((t) => cell(t.autoscaled[i]))])
+  const fixed = traces.map((t) => t.fixed[t.fixed.length - 1])
+  rows.push(['smallest fixed count meeting the SLA', ...fixed.map((f) => (f && meetsSla(f) ? `${f.setting.config.minReplicas} replicas: ${cell(f)}` : 'none tried met it'))])
+  for (const t of traces) for (const f of t.fixed.slice(0, -1)) rows.push([`(${t.name}: ${f.setting.name})`, ...traces.map((u) => (u === t ? cell(f) : ''))])
+  return markdownTable(['setting', ...traces.map((t) => `${t.name}: violating min / refused / replica-h`)], rows)
+}
+
+/** Whether each autoscaled setting met the SLA on every trace with fewer replica-hours than the fixed count. */
+export const verdicts = (traces: readonly TraceComparison[]): string[] =>
+  traces[0].autoscaled.map((o, i) => {
+    const per = traces.map((t) => {
+      const a = t.autoscaled[i]
+      const f = t.fixed[t.fixed.length - 1]
+      return meetsSla(a) && f !== undefined && meetsSla(f) && a.result.replicaSeconds < f.result.replicaSeconds
+    })
+    return `${o.setting.name}: ${per.every(Boolean) ? 'beats' : 'does not beat'} the smallest fixed count on ${per.every(Boolean) ? 'both traces' : traces.filter((_, j) => !per[j]).map((t) => t.name).join(' and ')}`
+  })
+
 export const curveTable = (curve: readonly ReplicaPoint[]): string =>
   markdownTable(['req/s per replica', 'p95 ms', 'mean depth (rows)'], curve.map((p) => [int(p.rps), ms(p.p95S), p.meanDepth.toFixed(1)]))
 
@@ -39,6 +65,9 @@ export interface ReportInput {
   recommendation: Recommendation
   chartFile: string
   runSeconds: number
+  /** The committed trace and the held-out one, side by side. */
+  traces: readonly TraceComparison[]
+  holdoutDescription: string
 }
 
 const behaviorLine = (c: AutoscalerConfig) => {
@@ -68,7 +97,10 @@ export const renderReport = (r: ReportInput): string => {
   (AverageValue: desired = ceil(sum / target) unless within the 10 % tolerance), HPA sync every 15 s, the gauge as Prometheus
   last scraped it (every ${r.scrapeIntervalS} s, the ServiceMonitor's interval${c.useCachedMetrics ? `, then cached by KEDA for ${c.pollingIntervalS} s` : '; KEDA\'s metrics server queries Prometheus on each HPA read, so pollingInterval ' + String(c.pollingIntervalS) + ' s only governs activation from zero'}),
   behavior ${behaviorLine(c)}. cooldownPeriod (${c.cooldownPeriodS} s) applies only to scaling to zero, which min ${c.minReplicas} rules out;
-  the fallback (${c.fallback?.replicas ?? '-'} replicas after ${c.fallback?.failureThreshold ?? '-'} failed polls) is not exercised: Prometheus never fails here.
+  the fallback is not exercised (Prometheus never fails here); what it does: with \`ignoreNullValues: "false"\` a query that
+  answers nothing (the target lost, the series gone) is an error, not a 0, and after ${c.fallback?.failureThreshold ?? '-'} failed polls KEDA holds
+  ${c.fallback?.replicas ?? '-'} replicas until the metric is back — it neither sinks to min nor follows the traffic meanwhile.
+  ${c.rate ? 'A trace starts mid-day, so the autoscaled runs start at the count the rate trigger settles at for the first minute (the min without a rate trigger).' : ''}
 - **Pods**: a new pod serves after the start delay (scheduling, image pull, model load and warm-up); a deleted one leaves
   the endpoints at once and finishes its queue. Latency is arrival at the pod to the end of its batch (no network).
 
@@ -77,6 +109,15 @@ export const renderReport = (r: ReportInput): string => {
 ${comparisonTable(r.outcomes)}
 
 "minutes violating": minutes whose p95 broke the SLA or that refused a request. replica-hours: pods held (ready or starting) over time.
+
+## Two traces side by side
+
+The committed trace (above) and one the settings were never tuned on: ${r.holdoutDescription}. Each cell: minutes violating / requests
+refused / replica-hours. A fixed count meets the SLA when no minute violates and nothing is refused.
+
+${tracesTable(r.traces)}
+
+${verdicts(r.traces).map((v) => `- ${v}`).join('\n')}
 
 ## One replica at a steady rate
 

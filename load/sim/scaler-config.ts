@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
+import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 
 /** One HPA scaling policy (autoscaling/v2 HPAScalingPolicy). */
 export interface ScalingPolicy {
@@ -28,6 +29,11 @@ export interface AutoscalerConfig {
   maxReplicas: number
   /** Per-replica AverageValue target of the summed queue-depth gauge. */
   target: number
+  /**
+   * The leading trigger, when present: per-replica AverageValue target of the arrival rate, which
+   * Prometheus computes as rate() over `windowS` of the requests counter.
+   */
+  rate?: { target: number; windowS: number }
   behavior: Behavior
   /** KEDA: seconds between the operator's polls; with useCachedMetrics also the age of what the HPA reads. */
   pollingIntervalS?: number
@@ -103,14 +109,49 @@ const documentOfKind = (file: string, kind: string): Yaml => {
   return found as Yaml
 }
 
+/** rate()'s range in seconds, from a PromQL query or an adapter rule. */
+const rateWindowS = (query: string, where: string): number => {
+  const match = /\[(\d+)s\]/.exec(query)
+  if (!match) throw new Error(`${where}: the rate's range is not in seconds: ${query}`)
+  return Number(match[1])
+}
+
+
+/** The per-pod metric prometheus-adapter derives from the requests counter (its `_total` → `_per_second` rule). */
+const REQUEST_RATE_METRIC = BACKEND_METRICS.requests.replace(/_total$/, '_per_second')
+/** The annotation on the HPA with the prometheus-adapter rules it depends on. */
+const ADAPTER_RULES_ANNOTATION = 'edge-infer/prometheus-adapter-rules'
+
+/** The range of the adapter rule's rate() for the requests counter. */
+const adapterRateWindowS = (hpa: Yaml, file: string): number => {
+  const annotations = optionalObject(object(hpa.metadata, 'metadata').annotations, 'metadata.annotations')
+  const rules = JSON.parse(String(annotations?.[ADAPTER_RULES_ANNOTATION] ?? '[]')) as Array<{ seriesQuery?: string; metricsQuery?: string }>
+  const rule = rules.find((r) => r.seriesQuery?.startsWith(`${BACKEND_METRICS.requests}{`))
+  if (!rule?.metricsQuery) throw new Error(`${file}: no prometheus-adapter rule for ${BACKEND_METRICS.requests} in the ${ADAPTER_RULES_ANNOTATION} annotation`)
+  return rateWindowS(rule.metricsQuery, `metadata.annotations.${ADAPTER_RULES_ANNOTATION}`)
+}
+
 /** The ScaledObject's scaling parameters, with KEDA's and the HPA's defaults where it names none. */
 export const readScaledObject = (file = KEDA_MANIFEST): AutoscalerConfig => {
   const spec = object(documentOfKind(file, 'ScaledObject').spec, 'spec')
   const triggers = spec.triggers as unknown[]
-  if (!Array.isArray(triggers) || triggers.length !== 1) throw new Error(`${file}: the simulator models exactly one trigger`)
-  const trigger = object(triggers[0], 'spec.triggers[0]')
-  if (trigger.metricType !== 'AverageValue') throw new Error(`${file}: trigger metricType ${String(trigger.metricType)}; the simulator models AverageValue`)
-  const metadata = object(trigger.metadata, 'spec.triggers[0].metadata')
+  if (!Array.isArray(triggers) || triggers.length === 0) throw new Error(`${file}: no triggers`)
+  let target: number | undefined
+  let rate: AutoscalerConfig['rate']
+  let useCachedMetrics = false
+  triggers.forEach((t, i) => {
+    const where = `spec.triggers[${i}]`
+    const trigger = object(t, where)
+    if (trigger.metricType !== 'AverageValue') throw new Error(`${file}: ${where} metricType ${String(trigger.metricType)}; the simulator models AverageValue`)
+    const metadata = object(trigger.metadata, `${where}.metadata`)
+    const query = String(metadata.query)
+    const threshold = number(metadata.threshold, `${where}.metadata.threshold`)
+    useCachedMetrics ||= trigger.useCachedMetrics === true
+    if (query.includes(BACKEND_METRICS.queueDepth)) target = threshold
+    else if (query.includes(`rate(${BACKEND_METRICS.requests}`)) rate = { target: threshold, windowS: rateWindowS(query, `${where}.metadata.query`) }
+    else throw new Error(`${file}: ${where}: the simulator models the queue-depth gauge and the request rate, not ${query}`)
+  })
+  if (target === undefined) throw new Error(`${file}: no queue-depth trigger`)
   const fallback = optionalObject(spec.fallback, 'spec.fallback')
   const advanced = optionalObject(spec.advanced, 'spec.advanced')
   const hpaConfig = optionalObject(advanced?.horizontalPodAutoscalerConfig, 'spec.advanced.horizontalPodAutoscalerConfig')
@@ -118,27 +159,42 @@ export const readScaledObject = (file = KEDA_MANIFEST): AutoscalerConfig => {
     source: 'keda',
     minReplicas: number(spec.minReplicaCount ?? KEDA_DEFAULTS.minReplicaCount, 'spec.minReplicaCount'),
     maxReplicas: number(spec.maxReplicaCount ?? KEDA_DEFAULTS.maxReplicaCount, 'spec.maxReplicaCount'),
-    target: number(metadata.threshold, 'spec.triggers[0].metadata.threshold'),
+    target,
+    ...(rate ? { rate } : {}),
     behavior: behaviorOf(hpaConfig?.behavior, 'spec.advanced.horizontalPodAutoscalerConfig.behavior'),
     pollingIntervalS: number(spec.pollingInterval ?? KEDA_DEFAULTS.pollingInterval, 'spec.pollingInterval'),
     cooldownPeriodS: number(spec.cooldownPeriod ?? KEDA_DEFAULTS.cooldownPeriod, 'spec.cooldownPeriod'),
-    useCachedMetrics: trigger.useCachedMetrics === true,
+    useCachedMetrics,
     ...(fallback ? { fallback: { failureThreshold: number(fallback.failureThreshold, 'spec.fallback.failureThreshold'), replicas: number(fallback.replicas, 'spec.fallback.replicas') } } : {}),
   }
 }
 
-/** The HPA-only variant: one Pods metric with an AverageValue target. */
+/** The HPA-only variant: Pods metrics with AverageValue targets, the queue-depth gauge and optionally the request rate. */
 export const readHorizontalPodAutoscaler = (file = HPA_MANIFEST): AutoscalerConfig => {
-  const spec = object(documentOfKind(file, 'HorizontalPodAutoscaler').spec, 'spec')
+  const hpa = documentOfKind(file, 'HorizontalPodAutoscaler')
+  const spec = object(hpa.spec, 'spec')
   const metrics = spec.metrics as unknown[]
-  if (!Array.isArray(metrics) || metrics.length !== 1) throw new Error(`${file}: the simulator models exactly one metric`)
-  const target = object(object(object(metrics[0], 'spec.metrics[0]').pods, 'spec.metrics[0].pods').target, 'spec.metrics[0].pods.target')
-  if (target.type !== 'AverageValue') throw new Error(`${file}: target type ${String(target.type)}; the simulator models AverageValue`)
+  if (!Array.isArray(metrics) || metrics.length === 0) throw new Error(`${file}: no metrics`)
+  let target: number | undefined
+  let rate: AutoscalerConfig['rate']
+  metrics.forEach((m, i) => {
+    const where = `spec.metrics[${i}].pods`
+    const pods = object(object(m, `spec.metrics[${i}]`).pods, where)
+    const name = String(object(pods.metric, `${where}.metric`).name)
+    const t = object(pods.target, `${where}.target`)
+    if (t.type !== 'AverageValue') throw new Error(`${file}: ${where} target type ${String(t.type)}; the simulator models AverageValue`)
+    const value = number(t.averageValue, `${where}.target.averageValue`)
+    if (name === BACKEND_METRICS.queueDepth) target = value
+    else if (name === REQUEST_RATE_METRIC) rate = { target: value, windowS: adapterRateWindowS(hpa, file) }
+    else throw new Error(`${file}: ${where}: the simulator models ${BACKEND_METRICS.queueDepth} and ${REQUEST_RATE_METRIC}, not ${name}`)
+  })
+  if (target === undefined) throw new Error(`${file}: no queue-depth metric`)
   return {
     source: 'hpa',
     minReplicas: number(spec.minReplicas ?? 1, 'spec.minReplicas'),
     maxReplicas: number(spec.maxReplicas, 'spec.maxReplicas'),
-    target: number(target.averageValue, 'spec.metrics[0].pods.target.averageValue'),
+    target,
+    ...(rate ? { rate } : {}),
     behavior: behaviorOf(spec.behavior, 'spec.behavior'),
   }
 }

@@ -31,22 +31,54 @@ export interface SettingOutcome {
 
 export const BUCKET_S = 60
 
-export const runSetting = (tier: Tier, trace: Trace, setting: Setting): SettingOutcome => {
+/** Mean requests per second over the trace's first minute. */
+const openingRate = (trace: Trace): number => {
+  const span = Math.min(BUCKET_S, traceDurationS(trace))
+  if (trace.kind === 'rates') return trace.ratesPerSecond.subarray(0, span).reduce((s, r) => s + r, 0) / span
+  return trace.timesS.filter((t) => t < span).length / span
+}
+
+/**
+ * Pods at the trace's start: a trace starts mid-day, when the autoscaler has been running for
+ * hours, so with a rate trigger the count it settles at for the first minute's rate (else the min).
+ */
+export const warmReplicas = (config: AutoscalerConfig, trace: Trace): number => {
+  if (!config.rate) return config.minReplicas
+  return Math.min(config.maxReplicas, Math.max(config.minReplicas, Math.ceil(openingRate(trace) / config.rate.target)))
+}
+
+const outcomeOf = (setting: Setting, result: SimulationResult): SettingOutcome => {
+  const violated = result.buckets.filter((b) => b.slaViolated).length
+  return { setting, result, violatedShare: violated / Math.max(1, result.buckets.length) }
+}
+
+const run = (tier: Tier, trace: Trace, scaling: Parameters<typeof simulate>[0]['scaling']): SimulationResult => {
   const random = createRandom(tier.seed)
-  const result = simulate({
+  return simulate({
     arrivals: arrivalsOf(trace, random),
     durationS: traceDurationS(trace),
     batcher: tier.batcher,
     serviceTime: tier.serviceTime,
     routing: tier.routing,
-    scaling: { kind: 'autoscaler', config: setting.config, startDelayS: setting.startDelayS, scrapeIntervalS: tier.scrapeIntervalS },
+    scaling,
     random,
     bucketS: BUCKET_S,
     slaP95S: tier.slaP95S,
   })
-  const violated = result.buckets.filter((b) => b.slaViolated).length
-  return { setting, result, violatedShare: violated / Math.max(1, result.buckets.length) }
 }
+
+export const runSetting = (tier: Tier, trace: Trace, setting: Setting): SettingOutcome =>
+  outcomeOf(setting, run(tier, trace, {
+    kind: 'autoscaler',
+    config: setting.config,
+    startDelayS: setting.startDelayS,
+    scrapeIntervalS: tier.scrapeIntervalS,
+    initialReplicas: warmReplicas(setting.config, trace),
+  }))
+
+/** A fixed replica count, no autoscaler; named as a setting so it sits in the same tables. */
+export const runFixed = (tier: Tier, trace: Trace, base: Setting, replicas: number): SettingOutcome =>
+  outcomeOf({ name: `fixed ${replicas} replicas`, config: { ...base.config, minReplicas: replicas, maxReplicas: replicas }, startDelayS: base.startDelayS }, run(tier, trace, { kind: 'fixed', replicas }))
 
 /** One replica held at a constant rate: its p95 and mean queue depth there. */
 export interface ReplicaPoint {
@@ -107,6 +139,39 @@ const interpolate = (curve: readonly ReplicaPoint[], from: 'rps' | 'meanDepth', 
 
 /** Violating at most this share of the trace's minutes, and refusing nothing, passes. */
 export const ACCEPTED_VIOLATION_SHARE = 0.01
+
+/** The bar of the comparison with fixed counts: no minute over the SLA, nothing refused. */
+export const meetsSla = (o: SettingOutcome): boolean => o.violatedShare === 0 && o.result.rejected === 0
+
+/** One trace's autoscaled settings against the smallest fixed replica count that meets the SLA. */
+export interface TraceComparison {
+  name: string
+  autoscaled: SettingOutcome[]
+  /** The fixed counts tried, smallest first; the last meets the SLA unless none up to the limit did. */
+  fixed: SettingOutcome[]
+}
+
+/**
+ * Fixed counts from the fewest whose full-batch capacity covers the peak upward (fewer cannot keep
+ * a queue from growing at the peak), until one meets the SLA, at most up to `limit`.
+ */
+export const smallestFixed = (tier: Tier, trace: Trace, base: Setting, peakRps: number, limit: number): SettingOutcome[] => {
+  const tried: SettingOutcome[] = []
+  for (let n = Math.max(1, Math.ceil(peakRps / replicaCapacity(tier))); n <= limit; n++) {
+    tried.push(runFixed(tier, trace, base, n))
+    if (meetsSla(tried[tried.length - 1])) break
+  }
+  return tried
+}
+
+export const compareOnTrace = (tier: Tier, name: string, trace: Trace, settings: readonly Setting[], peakRps: number, limit: number, progress: (message: string) => void): TraceComparison => {
+  const autoscaled = settings.map((s) => {
+    progress(`${name}: ${s.name}`)
+    return runSetting(tier, trace, s)
+  })
+  progress(`${name}: fixed replica counts`)
+  return { name, autoscaled, fixed: smallestFixed(tier, trace, settings[0], peakRps, limit) }
+}
 /** Shares of the SLA rate tried for the per-replica operating point, highest first. */
 const HEADROOM_STEPS = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
 

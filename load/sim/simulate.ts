@@ -3,9 +3,9 @@ import type { BatchReason } from '../../shared/protocol.ts'
 import type { Random } from '../../tools/training/random.ts'
 import { Accounting, type SimulationResult } from './accounting.ts'
 import type { BatcherSettings } from './batcher-settings.ts'
-import { Cluster, type Routing } from './cluster.ts'
+import { Cluster, podRates, type Routing, type Scrape } from './cluster.ts'
 import { COMPLETE, EventQueue, READY_UP, SCRAPE, SYNC, TICK, TIMER, type SimEvent } from './events.ts'
-import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromPods, recommendFromTotal } from './hpa.ts'
+import { DEFAULT_TOLERANCE, HorizontalPodAutoscaler, HPA_SYNC_PERIOD_S, recommendFromMetrics, recommendFromPods, recommendFromTotal } from './hpa.ts'
 import type { Replica } from './replica.ts'
 import type { AutoscalerConfig } from './scaler-config.ts'
 import type { ArrivalStream } from './trace.ts'
@@ -20,6 +20,8 @@ export type Scaling =
       scrapeIntervalS: number
       syncPeriodS?: number
       tolerance?: number
+      /** Pods at the trace's start (default minReplicas): the autoscaler has been running before it. */
+      initialReplicas?: number
     }
 
 export interface SimulationOptions {
@@ -46,7 +48,8 @@ export type { Routing } from './cluster.ts'
  * A discrete-event simulation of the GPU tier: one-row requests arrive, the Service routes each to
  * a ready pod, each pod runs the backend's dynamic batcher (idle dispatch, or Triton's full/preferred/delay;
  * a batch leaves only when an executor instance is free) over a FIFO queue bounded at max_queue_size, and the
- * autoscaler reads the summed queue-depth gauge as Prometheus last scraped it, every HPA sync.
+ * autoscaler reads the summed queue-depth gauge as Prometheus last scraped it, and the request rate
+ * as rate() over the scrapes of its range, every HPA sync, and takes the larger recommendation.
  */
 export const simulate = (options: SimulationOptions): SimulationResult => {
   const { arrivals, durationS, batcher, serviceTime, routing, scaling, random } = options
@@ -87,10 +90,11 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     }
   }
 
-  const cluster = new Cluster(scaling.kind === 'fixed' ? scaling.replicas : scaling.config.minReplicas, routing, random, events)
+  const cluster = new Cluster(scaling.kind === 'fixed' ? scaling.replicas : scaling.initialReplicas ?? scaling.config.minReplicas, routing, random, events)
 
-  /** What Prometheus last scraped; the autoscaler reads it at every sync. */
-  let scraped: ReturnType<Cluster['scrape']> = { depths: [], missing: 0 }
+  /** What Prometheus scraped, newest last, as far back as the rate's range; the autoscaler reads it at every sync. */
+  let scrapes: Scrape[] = []
+  const rateWindowS = scaling.kind === 'autoscaler' ? scaling.config.rate?.windowS ?? 0 : 0
   let hpa: HorizontalPodAutoscaler | undefined
   if (scaling.kind === 'autoscaler') {
     hpa = new HorizontalPodAutoscaler(scaling.config)
@@ -105,11 +109,20 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     const { config } = scaling
     const tolerance = scaling.tolerance ?? DEFAULT_TOLERANCE
     const current = cluster.held()
+    const scraped = scrapes[scrapes.length - 1] ?? { depths: [], missing: 0 }
     const totalDepth = scraped.depths.reduce((s, v) => s + v, 0)
-    const recommendation = config.source === 'keda'
+    const recommendations: Array<number | undefined> = [config.source === 'keda'
       ? recommendFromTotal(current, totalDepth, config.target, tolerance)
-      : recommendFromPods(current, scraped.depths, scraped.missing, config.target, tolerance)
-    const desired = hpa.reconcile(now, current, recommendation)
+      : recommendFromPods(current, scraped.depths, scraped.missing, config.target, tolerance)]
+    if (config.rate) {
+      // What the rate query answers now: the scrapes within its range.
+      const rates = podRates(scrapes.filter((s) => s.at > now - config.rate!.windowS))
+      const missing = cluster.pods.length - rates.length
+      recommendations.push(config.source === 'keda'
+        ? (rates.length === 0 ? undefined : recommendFromTotal(current, rates.reduce((s, v) => s + v, 0), config.rate.target, tolerance))
+        : recommendFromPods(current, rates, missing, config.rate.target, tolerance))
+    }
+    const desired = hpa.reconcile(now, current, recommendFromMetrics(current, recommendations))
     if (desired !== current) cluster.scaleTo(desired, now, scaling.startDelayS)
   }
 
@@ -132,7 +145,8 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
         break
       case SCRAPE:
         if (scaling.kind === 'autoscaler') {
-          scraped = cluster.scrape()
+          scrapes.push(cluster.scrape(now))
+          if (scrapes.length > 1) scrapes = scrapes.filter((s, i) => i === scrapes.length - 1 || s.at > now - rateWindowS - scaling.scrapeIntervalS)
           events.push({ at: now + scaling.scrapeIntervalS, kind: SCRAPE, replica: undefined, rows: 0 })
         }
         break
@@ -158,6 +172,7 @@ export const simulate = (options: SimulationOptions): SimulationResult => {
     arrivals.take()
     accounting.arrived(nextArrival)
     const replica = cluster.route()
+    if (replica) replica.arrivals++
     if (!replica || replica.queued + 1 > maxQueueSize) {
       accounting.refused(nextArrival)
       continue

@@ -55,6 +55,16 @@ export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, pe
   return { kind: 'rates', ratesPerSecond: rates }
 }
 
+/**
+ * A trace the settings were not tuned on, as long as `durationS` and with the same peak: another
+ * seed, the morning ramp (from 08:00) instead of the plateau around the peak, and spikes 8 times as
+ * often (48 a day, so an hour has two).
+ */
+export const HOLDOUT = { seedOffset: 1, startHour: 8, spikesPerDay: 48 } as const
+
+export const holdoutTrace = (durationS: number, peakRps: number, seed: number): Trace =>
+  generateTrace({ durationS, peakRps, seed: seed + HOLDOUT.seedOffset, startHour: HOLDOUT.startHour, spikesPerDay: HOLDOUT.spikesPerDay })
+
 /** Multiplies a rate trace so its highest second is `peakRps` (a recorded day replayed at another scale). */
 export const scaleTrace = (trace: Trace, peakRps: number): Trace => {
   if (trace.kind !== 'rates') throw new Error('--peak rescales a trace of rates; a trace of timestamps is replayed as recorded')

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { HorizontalPodAutoscaler, recommendFromAverage, recommendFromPods, recommendFromTotal, scaleUpLimit } from '../../../load/sim/hpa.ts'
+import { HorizontalPodAutoscaler, recommendFromAverage, recommendFromMetrics, recommendFromPods, recommendFromTotal, scaleUpLimit } from '../../../load/sim/hpa.ts'
 import type { Behavior, ScalingRules } from '../../../load/sim/scaler-config.ts'
 
 /** The examples of kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale. */
@@ -11,6 +11,27 @@ const docsUp: ScalingRules = {
   policies: [{ type: 'Pods', value: 4, periodSeconds: 15 }, { type: 'Percent', value: 100, periodSeconds: 15 }],
 }
 const hpa = (behavior: Behavior, minReplicas = 1, maxReplicas = 100) => new HorizontalPodAutoscaler({ minReplicas, maxReplicas, behavior })
+
+describe('several metrics', () => {
+  // The docs' walkthrough ("Autoscaling on multiple metrics"): each metric proposes a count, the largest wins.
+  it('takes the largest recommendation: CPU at 100 % of a 50 % target and 2.5k req/s per pod against 1k, at 3 pods', () => {
+    const cpu = recommendFromAverage(3, 1.0, 0.5)
+    const rps = recommendFromAverage(3, 2500, 1000)
+    expect([cpu, rps]).toEqual([6, 8])
+    expect(recommendFromMetrics(3, [cpu, rps])).toBe(8)
+    expect(recommendFromMetrics(3, [rps, cpu])).toBe(8)
+  })
+
+  it('scales down only as far as the metric that asks for most', () => {
+    expect(recommendFromMetrics(6, [recommendFromTotal(6, 6, 6), recommendFromTotal(6, 40_000, 10_000)])).toBe(4)
+  })
+
+  it('a metric it cannot read is left out of a scale-up, and stops a scale-down', () => {
+    expect(recommendFromMetrics(3, [undefined, 8])).toBe(8)
+    expect(recommendFromMetrics(6, [undefined, 2])).toBe(6)
+    expect(recommendFromMetrics(6, [undefined, undefined])).toBe(6)
+  })
+})
 
 describe('the metric recommendation', () => {
   it('doubles at 200m against a 100m target and halves at 50m', () => {

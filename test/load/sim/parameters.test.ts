@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { behavior, horizontalPodAutoscaler, scaledObject } from '../../../infra/k8s/autoscaling.ts'
+import { REQUEST_RATE_WINDOW_S, behavior, horizontalPodAutoscaler, scaledObject } from '../../../infra/k8s/autoscaling.ts'
 import { defaultConfig } from '../../../infra/k8s/config.ts'
-import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
+import { TARGET_REQUESTS_PER_SECOND_PER_REPLICA, TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
 import { modelConfig } from '../../../backend/repository/model-config.ts'
 import { batcherSettingsOf } from '../../../load/sim/batcher-settings.ts'
 import { ROOT } from '../../../load/harness/servers.ts'
@@ -23,12 +23,43 @@ describe('the autoscaler parameters the simulator reads from infra/k8s/rendered'
       minReplicas: defaultConfig.minReplicas,
       maxReplicas: defaultConfig.maxReplicas,
       target: TARGET_ROWS_PER_REPLICA,
+      rate: { target: TARGET_REQUESTS_PER_SECOND_PER_REPLICA, windowS: REQUEST_RATE_WINDOW_S },
       pollingIntervalS: spec.pollingInterval,
       fallback: spec.fallback,
       useCachedMetrics: false,
     })
     expect(read.behavior).toEqual(behavior)
-    expect(readHorizontalPodAutoscaler()).toEqual({ source: 'hpa', minReplicas: defaultConfig.minReplicas, maxReplicas: defaultConfig.maxReplicas, target: TARGET_ROWS_PER_REPLICA, behavior })
+    expect(readHorizontalPodAutoscaler()).toEqual({
+      source: 'hpa',
+      minReplicas: defaultConfig.minReplicas,
+      maxReplicas: defaultConfig.maxReplicas,
+      target: TARGET_ROWS_PER_REPLICA,
+      rate: { target: TARGET_REQUESTS_PER_SECOND_PER_REPLICA, windowS: REQUEST_RATE_WINDOW_S },
+      behavior,
+    })
+  })
+
+  it('read both triggers by what they query, in either order, and the rate range from the query', () => {
+    const object = scaledObject(defaultConfig)
+    const spec = object.spec!
+    const [depth, rate] = spec.triggers
+    rate!.metadata = { ...rate!.metadata, query: rate!.metadata.query.replace(`[${REQUEST_RATE_WINDOW_S}s]`, '[60s]'), threshold: '5000' }
+    spec.triggers = [rate!, depth!]
+    const file = join(dir, 'keda-two.yaml')
+    writeFileSync(file, stringify(object.toJSON()))
+    expect(readScaledObject(file)).toMatchObject({ target: TARGET_ROWS_PER_REPLICA, rate: { target: 5000, windowS: 60 } })
+  })
+
+  it('a queue-depth trigger alone reads without a rate; a trigger on anything else is refused', () => {
+    const object = scaledObject(defaultConfig)
+    const spec = object.spec!
+    spec.triggers = [spec.triggers[0]!]
+    const file = join(dir, 'keda-one.yaml')
+    writeFileSync(file, stringify(object.toJSON()))
+    expect(readScaledObject(file).rate).toBeUndefined()
+    spec.triggers = [spec.triggers[0]!, { ...spec.triggers[0]!, metadata: { ...spec.triggers[0]!.metadata, query: 'sum(up)' } }]
+    writeFileSync(file, stringify(object.toJSON()))
+    expect(() => readScaledObject(file)).toThrow(/sum\(up\)/)
   })
 
   it('follow a changed manifest, and take the HPA defaults for what it leaves out', () => {
@@ -50,6 +81,18 @@ describe('the autoscaler parameters the simulator reads from infra/k8s/rendered'
     const file = join(dir, 'hpa.yaml')
     writeFileSync(file, stringify(hpa))
     expect(readHorizontalPodAutoscaler(file).maxReplicas).toBe(5)
+  })
+
+  it('the HPA variant takes the rate range from the prometheus-adapter rule it names', () => {
+    const hpa = horizontalPodAutoscaler(defaultConfig).toJSON() as { metadata: { annotations: Record<string, string> } }
+    const [key] = Object.keys(hpa.metadata.annotations)
+    hpa.metadata.annotations[key!] = hpa.metadata.annotations[key!]!.replace(`[${REQUEST_RATE_WINDOW_S}s]`, '[45s]')
+    const file = join(dir, 'hpa-rules.yaml')
+    writeFileSync(file, stringify(hpa))
+    expect(readHorizontalPodAutoscaler(file).rate).toEqual({ target: TARGET_REQUESTS_PER_SECOND_PER_REPLICA, windowS: 45 })
+    delete (hpa.metadata as { annotations?: unknown }).annotations
+    writeFileSync(file, stringify(hpa))
+    expect(() => readHorizontalPodAutoscaler(file)).toThrow(/prometheus-adapter rule/)
   })
 
   it('scrape interval: the ServiceMonitor of base.yaml', () => {
