@@ -161,6 +161,9 @@ const main = async () => {
     `edge-infer is up: edge ${EDGE_URL} → backend ${BACKEND_URL}  (Ctrl-C stops both)`,
     `local API key (predict, admin, feedback; kept in ${LOCAL_KEYS_FILE}, \`npm start -- --fresh-key\` replaces it): ${key}`,
     `rollout controller: a tick every ${TICK_S > 0 ? `${TICK_S} s` : '(off)'}; tick now: curl -s '${EDGE_URL}${SCHEDULED_PATH}'`,
+    process.env.ADMIN_TOKEN
+      ? `model repository API: on (ADMIN_TOKEN from the environment); after a config change: npx edge-infer models reload <model> --backend ${BACKEND_URL}`
+      : 'model repository API: off; start with ADMIN_TOKEN=<16+ characters> to reload a model after a config change (docs/bring-your-own-model.md)',
     'Try:',
     `  curl -s ${EDGE_URL}/v1/models/credit-risk/predict -H 'content-type: application/json' -H 'x-api-key: ${key}' -H 'x-request-id: try-it-0001' -d '${body}'`,
     `  curl -s ${EDGE_URL}/v1/feedback -H 'content-type: application/json' -H 'x-api-key: ${key}' -d '{"request_id": "try-it-0001", "label": "low_risk"}'`,

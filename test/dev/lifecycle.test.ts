@@ -160,6 +160,7 @@ describe('npm start lives and dies with its terminal', () => {
     ['npm', 'SIGTERM', 0],
     ['npm', 'SIGHUP', 0],
     ['the start script', 'SIGHUP', 1],
+    ['the start script', 'SIGINT', 1],
     ['the start script', 'SIGKILL', 1],
   ]
   for (const [who, signal, depth] of cases) {
