@@ -11,7 +11,7 @@ import { readHorizontalPodAutoscaler, readScaledObject, readScrapeIntervalS } fr
 import { BUCKET_S, compareOnTrace, recommend, replicaCapacity, replicaCurve, runSetting, smallestFixed, type Setting, type Tier } from './scenarios.ts'
 import { readServiceTime, replicaServiceTime } from './service-time.ts'
 import type { Routing } from './simulate.ts'
-import { generateTrace, HOLDOUT, holdoutTrace, peakRate, readTrace, scaleTrace, traceDurationS } from './trace.ts'
+import { generateTrace, HOLDOUT, holdoutTrace, peakRate, readTrace, scaleTrace, spikeCount, traceDurationS } from './trace.ts'
 
 /**
  * `edge-infer simulate` (`npm run sim:autoscale`): the GPU tier under a day of traffic with the
@@ -105,7 +105,7 @@ export const simulate = (values: SimulateFlags, command: string): void => {
     { name: 'committed trace', autoscaled: compared.map((i) => outcomes[i]), fixed: smallestFixed(tier, trace, settings[0], peakRps, fixedLimit) },
     compareOnTrace(tier, 'held-out trace', holdout, compared.map((i) => settings[i]), peakRate(holdout), fixedLimit, progress),
   ]
-  const holdoutDescription = `generated, seed ${seed + HOLDOUT.seedOffset}, starting at 0${HOLDOUT.startHour}:00 on the morning ramp, ${HOLDOUT.spikesPerDay} spikes a day (+50–100 % for 2–10 min), the same length and peak`
+  const holdoutDescription = `generated, seed ${seed + HOLDOUT.seedOffset}, starting at 0${HOLDOUT.startHour}:00 on the morning ramp, ${HOLDOUT.spikesPerDay} spikes a day (+50–100 % for 2–10 min; ${spikeCount(traceDurationS(trace), HOLDOUT.spikesPerDay)} in this window), the same length and peak`
   const runSeconds = (performance.now() - started) / 1000
 
   const date = new Date().toISOString().slice(0, 10)
@@ -115,7 +115,7 @@ export const simulate = (values: SimulateFlags, command: string): void => {
   const mdFile = join(reports, `autoscale-${date}.md`)
   const traceDescription = recorded
     ? `Trace: ${basename(values.trace!)} (${(traceDurationS(trace) / 3600).toFixed(1)} h${values.peak ? `, scaled to a ${values.peak} req/s peak` : ''})`
-    : `Trace: generated, ${hours} h centred on the daily peak at 14:00, diurnal (a cosine, trough 15 % of the peak at 02:00) with ~6 spikes a day of +50–100 % for 2–10 min, Poisson arrivals, peak ${Math.round(peakRps).toLocaleString('en-US')} req/s, seed ${seed}`
+    : `Trace: generated, ${hours} h centred on the daily peak at 14:00, diurnal (a cosine, trough 15 % of the peak at 02:00) with ~6 spikes a day of +50–100 % for 2–10 min (${spikeCount(Math.round(hours * 3600))} in this window), Poisson arrivals, peak ${Math.round(peakRps).toLocaleString('en-US')} req/s, seed ${seed}`
   writeFileSync(svgFile, renderChart({
     title: `Committed KEDA settings (min ${committed.minReplicas}, max ${committed.maxReplicas}, target ${committed.target}), ${recorded ? basename(values.trace!) : `${hours} h generated trace`}, peak ${Math.round(peakRps).toLocaleString('en-US')} req/s, SLA p95 ${slaP95S * 1000} ms`,
     buckets: outcomes[0].result.buckets,

@@ -31,19 +31,23 @@ export interface GeneratedTraceOptions {
 }
 
 const DAY_S = 86_400
+export const DEFAULT_SPIKES_PER_DAY = 6
+
+/** The spikes a generated trace of `durationS` gets: none in an hour at 6 a day. */
+export const spikeCount = (durationS: number, spikesPerDay = DEFAULT_SPIKES_PER_DAY): number => Math.round((spikesPerDay * durationS) / DAY_S)
 
 /**
  * A diurnal curve (a cosine between the trough and the peak, one cycle a day) with rectangular
  * spikes on top, scaled so its highest second is `peakRps`.
  */
-export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, startHour = peakHour - durationS / 7200, spikesPerDay = 6 }: GeneratedTraceOptions): Trace => {
+export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, startHour = peakHour - durationS / 7200, spikesPerDay = DEFAULT_SPIKES_PER_DAY }: GeneratedTraceOptions): Trace => {
   const random = createRandom(seed)
   const rates = new Float64Array(durationS)
   for (let t = 0; t < durationS; t++) {
     const phase = (2 * Math.PI * (t + (startHour - peakHour) * 3600)) / DAY_S
     rates[t] = troughShare + (1 - troughShare) * (1 + Math.cos(phase)) / 2
   }
-  const spikes = Math.round((spikesPerDay * durationS) / DAY_S)
+  const spikes = spikeCount(durationS, spikesPerDay)
   for (let i = 0; i < spikes; i++) {
     const start = random.int(0, durationS - 1)
     const length = random.int(120, 600)
