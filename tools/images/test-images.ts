@@ -32,6 +32,7 @@ const CPU_IMAGE = 'localhost/edge-infer-backend:test'
 const LAMBDA_IMAGE = 'localhost/edge-infer-lambda:test'
 const STANDIN_ROOTFS = 'localhost/edge-infer-standin/bookworm-minbase:latest'
 const PREFIX = 'edge-infer-imgtest'
+const STANDIN_LABEL = 'io.edge-infer.stand-in'
 const TOKEN = 'imgtest-infer-token'
 const MODEL = 'credit-risk'
 const BUCKET = 'edge-infer-models'
@@ -77,7 +78,8 @@ const freePort = (): Promise<number> => new Promise((resolve, reject) => {
 
 const ensureTools = async () => {
   const missing = [] as string[]
-  for (const [tool, pkg] of [['podman', 'podman'], ['buildah', 'buildah'], ['runc', 'runc'], ['debootstrap', 'debootstrap'], ['newuidmap', 'uidmap']] as const) {
+  // catatonit: podman builds its pod infra (pause) image locally from it, as nothing is pulled.
+  for (const [tool, pkg] of [['podman', 'podman'], ['buildah', 'buildah'], ['runc', 'runc'], ['debootstrap', 'debootstrap'], ['newuidmap', 'uidmap'], ['catatonit', 'catatonit']] as const) {
     if (!(await has(tool))) missing.push(pkg)
   }
   if (missing.length) {
@@ -85,13 +87,14 @@ const ensureTools = async () => {
     await run('apt-get', ['update', '-qq'], { timeoutS: 300 })
     await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing, 'slirp4netns', 'fuse-overlayfs'], { timeoutS: 600 })
   }
-  // This sandbox: runc (crun is not installed with Debian's podman here), and a nofile limit no
-  // higher than this process's hard limit (runc cannot raise it to podman's default 1048576
-  // here). Set for this run only, through CONTAINERS_CONF; the images are not changed.
-  const nofile = Number((await run('sh', ['-c', 'ulimit -Hn'])).stdout.trim()) || 1024
+  // This sandbox: runc (crun is not installed with Debian's podman here), and nofile/nproc limits
+  // runc may set here (it cannot raise them to podman's defaults, 1048576 and 4194304: EPERM).
+  // Set for this run only, through CONTAINERS_CONF; the images are not changed.
+  const nofile = Number((await run('bash', ['-c', 'ulimit -Hn'])).stdout.trim()) || 1024
+  const nproc = Math.min(32768, Number((await run('bash', ['-c', 'ulimit -Hu'])).stdout.trim()) || 4096)
   containersConf = join(scratch, 'containers.conf')
-  await writeFile(containersConf, `[containers]\ndefault_ulimits = ["nofile=${nofile}:${nofile}"]\n\n[engine]\nruntime = "runc"\n`)
-  log(`sandbox runtime settings for this run only (CONTAINERS_CONF): runtime = runc, default_ulimits nofile=${nofile}`)
+  await writeFile(containersConf, `[containers]\ndefault_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]\n\n[engine]\nruntime = "runc"\n`)
+  log(`sandbox runtime settings for this run only (CONTAINERS_CONF): runtime = runc, default_ulimits nofile=${nofile} nproc=${nproc}`)
 }
 
 // --- stand-in bases ---
@@ -128,6 +131,7 @@ const buildStandin = async (name: string, lambda: boolean) => {
   const version = (await run(node, ['--version'])).stdout.trim()
   await writeFile(join(context, 'Containerfile'), [
     `FROM ${STANDIN_ROOTFS}`,
+    `LABEL ${STANDIN_LABEL}="Debian bookworm minbase + Node ${version}${lambda ? ' + LAMBDA_TASK_ROOT, no runtime interface client' : ''}"`,
     'COPY node /usr/local/bin/node',
     'COPY npm /usr/local/lib/node_modules/npm',
     'RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version',
@@ -143,7 +147,13 @@ const buildStandin = async (name: string, lambda: boolean) => {
 }
 
 const ensureBase = async (name: string, lambda: boolean) => {
-  if (await imageExists(name)) { log(`base ${name}: present in local storage (not rebuilt; a stand-in if an earlier run made it)`); return }
+  if (await imageExists(name)) {
+    // A stand-in starts from the imported Debian root: its first layer is that image's.
+    const firstLayer = async (image: string) => (await podman(['image', 'inspect', '--format', '{{index .RootFS.Layers 0}}', image], { allowFail: true })).stdout.trim()
+    const standin = (await imageExists(STANDIN_ROOTFS)) && (await firstLayer(name)) === (await firstLayer(STANDIN_ROOTFS))
+    log(standin ? `STAND-IN used for ${name} (made by an earlier run): Debian bookworm minbase + the project's Node` : `base ${name}: the real image, present in local storage`)
+    return
+  }
   await buildStandin(name, lambda)
 }
 
@@ -264,8 +274,8 @@ const runBackend = async (s3Port: number) => {
  * `podman kube play` of the committed rendered Deployment. Substitutions, each because podman
  * cannot do it: the image name is a tag of the built image (nothing changes in the YAML for it);
  * `fieldRef metadata.namespace` is a literal (podman resolves only metadata.name-like fields of
- * its own pod); the Secrets the Deployment references are supplied as kube Secret documents in
- * the played YAML (the cluster would hold them); a hostPort on 127.0.0.1 publishes the container
+ * its own pod); the Secrets the Deployment references are created as podman secrets (the cluster
+ * would hold them), and the init container reads the s3rver key Secret in place of IRSA; a hostPort on 127.0.0.1 publishes the container
  * port (a Service does that in a cluster); S3_ENDPOINT in the model-source Secret points at
  * s3rver through the bridge gateway.
  */
@@ -291,6 +301,13 @@ const kubePlay = async (s3Port: number) => {
       }
     }
   }
+  // podman 4.3 removes a "once" init container racily ("cannot remove container ... as it is
+  // running", containers/podman#18477, fixed later); "always" runs it on each pod start instead.
+  // podman reads it from the Deployment's own metadata (and the pod template's, in later versions).
+  for (const meta of [deployment as { metadata?: { annotations?: Record<string, string> } }, deployment.spec.template as { metadata?: { annotations?: Record<string, string> } }]) {
+    meta.metadata = { ...meta.metadata, annotations: { ...meta.metadata?.annotations, 'io.podman.annotations.init.container.type': 'always' } }
+  }
+  substitutions.push('annotation io.podman.annotations.init.container.type=always (podman 4.3 races removing a "once" init container)')
   const port = await freePort()
   // Only the http port: the metrics port (METRICS_PORT) is Prometheus', not published here.
   for (const p of (pod.containers[0]!.ports ?? []).slice(0, 1)) { p.hostPort = port; p.hostIP = '127.0.0.1' }
@@ -303,12 +320,20 @@ const kubePlay = async (s3Port: number) => {
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'edge-infer-model-source' }, stringData: { S3_ENDPOINT: `http://${gateway}:${s3Port}`, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' } },
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'edge-infer-backend-tokens' }, stringData: { INFER_TOKEN: TOKEN } },
   ]
-  substitutions.push(`Secrets edge-infer-model-source (s3rver at ${gateway}:${s3Port}) and edge-infer-backend-tokens supplied in the played YAML`)
+  // podman 4.3 resolves secretRef/secretKeyRef from podman secrets holding the Secret's `data` as
+  // a flat JSON object of base64 values (a whole Secret document is refused as "not valid JSON").
+  for (const secret of secrets) {
+    const file = join(scratch, `${secret.metadata.name}.json`)
+    await writeFile(file, JSON.stringify(Object.fromEntries(Object.entries(secret.stringData).map(([k, v]) => [k, Buffer.from(v).toString('base64')]))))
+    await podman(['secret', 'rm', secret.metadata.name], { allowFail: true })
+    await podman(['secret', 'create', secret.metadata.name, file])
+    made.secrets.add(secret.metadata.name)
+  }
+  substitutions.push(`Secrets edge-infer-model-source (s3rver at ${gateway}:${s3Port}) and edge-infer-backend-tokens created as podman secrets (the cluster would hold them)`)
   const played = join(scratch, 'deployment-cpu.played.yaml')
-  await writeFile(played, [...secrets.map((s) => stringify(s)), stringify(deployment)].join('---\n'))
+  await writeFile(played, stringify(deployment))
   log(`kube play substitutions:\n  - ${substitutions.join('\n  - ')}`)
   made.kube = played
-  for (const s of secrets) made.secrets.add(s.metadata.name)
   const t0 = performance.now()
   const out = await podman(['kube', 'play', '--replace', played], { timeoutS: 180, allowFail: true })
   if (out.code !== 0) fail(`podman kube play failed:\n${out.stdout}\n${out.stderr}`)
@@ -326,18 +351,21 @@ const kubePlay = async (s3Port: number) => {
 
 const lambdaHandler = async () => {
   // The stand-in has no runtime interface client: the handler module is imported and invoked
-  // with an infer event, in the image, as the runtime would call it.
-  const script = `const { handler } = await import(process.env.LAMBDA_TASK_ROOT + '/dist/backend/lambda.js');
+  // with an infer event, in the image, as the runtime would call it. A CommonJS eval with a
+  // dynamic import: `--input-type=module` would be inherited by the inference worker threads.
+  const script = `(async () => {
+const { handler } = await import(process.env.LAMBDA_TASK_ROOT + '/dist/backend/lambda.js');
 const answer = await handler(${JSON.stringify({ model_name: MODEL, inputs: [features] })});
 const bad = await handler({ nonsense: true });
-process.stdout.write(JSON.stringify({ answer, bad }));
-process.exit(0)`
+process.stdout.write(JSON.stringify({ answer, bad }) + '\\n');
+process.exit(0)
+})()`
   const name = `${PREFIX}-lambda`
   made.containers.add(name)
-  const out = await podman(['run', '--rm', '--name', name, '--read-only', '--tmpfs', '/tmp', '--memory', '2048m', '--entrypoint', 'node', LAMBDA_IMAGE, '--input-type=module', '-e', script], { timeoutS: 120 })
+  const out = await podman(['run', '--rm', '--name', name, '--read-only', '--tmpfs', '/tmp', '--memory', '2048m', '--entrypoint', 'node', LAMBDA_IMAGE, '-e', script], { timeoutS: 120 })
   made.containers.delete(name)
-  const { answer, bad } = JSON.parse(out.stdout.trim().split('\n').at(-1)!) as { answer: { outputs?: unknown[] }; bad: { status?: number } }
-  check(Array.isArray(answer.outputs) && bad.status === 400, 'Lambda image: handler module invoked directly (not through a runtime interface client): infer answered, a bad event is a 400 result')
+  const { answer, bad } = JSON.parse(out.stdout.trim().split('\n').findLast((l) => l.startsWith('{"answer"')) ?? '{}') as { answer?: { outputs?: unknown[] }; bad?: { status?: number } }
+  check(Array.isArray(answer?.outputs) && bad?.status === 400, 'Lambda image: handler module invoked directly (not through a runtime interface client): infer answered, a bad event is a 400 result')
 }
 
 const main = async () => {
