@@ -57,6 +57,11 @@ export const sendPinnedTraffic = async ({ edgeUrl, key, model, version, rows, se
 
 /** Most items per feedback request: the edge's limit. */
 const FEEDBACK_BATCH = 1_000
+/** Sends of one batch that the edge answers 503 or 429 (each after its Retry-After). */
+const FEEDBACK_SENDS = 4
+
+const postFeedback = (edgeUrl: string, key: string, body: string): Promise<Response> =>
+  fetch(`${edgeUrl}/v1/feedback`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body })
 
 /**
  * Sends each answered row's true label as feedback (`labels[label]` names it), in batches;
@@ -66,7 +71,15 @@ export const sendFeedback = async (edgeUrl: string, key: string, answers: readon
   const items = answers.flatMap((a) => a.labels.map((label, index) => ({ request_id: a.request_id, index, label: labels[label] })))
   const results: Record<string, number> = {}
   for (let at = 0; at < items.length; at += FEEDBACK_BATCH) {
-    const res = await fetch(`${edgeUrl}/v1/feedback`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(items.slice(at, at + FEEDBACK_BATCH)) })
+    const body = JSON.stringify(items.slice(at, at + FEEDBACK_BATCH))
+    let res = await postFeedback(edgeUrl, key, body)
+    // A 503 says the labels may or may not have been recorded and a resend is safe (a label
+    // already recorded is not counted twice): resend the same batch, as a client should.
+    for (let attempt = 1; (res.status === 503 || res.status === 429) && attempt < FEEDBACK_SENDS; attempt++) {
+      await res.arrayBuffer()
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5, Number(res.headers.get('retry-after')) || 1) * 1_000))
+      res = await postFeedback(edgeUrl, key, body)
+    }
     if (res.status !== 200) throw new Error(`feedback answered ${res.status}: ${await res.text()}`)
     for (const r of ((await res.json()) as { results: Array<{ result: string }> }).results) results[r.result] = (results[r.result] ?? 0) + 1
   }
