@@ -19,7 +19,8 @@ const runSession = async (env: Record<string, string>): Promise<string> => {
 const s = await ort.InferenceSession.create('models/credit-risk/2/model.onnx')
 await s.run({ features: new ort.Tensor('float32', new Float32Array(23), [1, 23]) })
 await s.release()`
-  const { ORT_DISABLE_TELEMETRY: _, ...inherited } = process.env
+  // The client also stays off when CI is set (as in .ci/run): both runs are made as on a user's machine, so only ORT_DISABLE_TELEMETRY differs.
+  const { ORT_DISABLE_TELEMETRY: _, CI: _ci, ...inherited } = process.env
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: { ...inherited, HOME: home, ...env }, stdio: 'inherit' })
     child.on('error', reject)
