@@ -52,6 +52,15 @@ export const whenLaunchersExit = (gone: () => void, { watched = launchers(), eve
   return () => clearInterval(timer)
 }
 
+/** A process's command line, its arguments joined by spaces; undefined when it is gone. */
+export const commandLine = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ')
+  } catch {
+    return undefined
+  }
+}
+
 /** The socket inodes listening on `port` (IPv4 and IPv6). */
 const listeningInodes = (port: number): Set<string> => {
   const inodes = new Set<string>()
@@ -100,14 +109,7 @@ export const portHolder = (port: number): PortHolder | undefined => {
       }
       const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1]
       if (inode === undefined || !inodes.has(inode)) continue
-      const stat = processStat(pid)
-      let command = ''
-      try {
-        command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ')
-      } catch {
-        // gone meanwhile
-      }
-      return { pid, pgrp: stat?.pgrp ?? pid, command }
+      return { pid, pgrp: processStat(pid)?.pgrp ?? pid, command: commandLine(pid) ?? '' }
     }
   }
   return undefined

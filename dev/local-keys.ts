@@ -57,11 +57,13 @@ export const addLocalKey = (key: string, entry: KeyEntry, file = LOCAL_KEYS_FILE
  */
 export const localDevKey = async ({ fresh = false, file = LOCAL_KEYS_FILE } = {}): Promise<{ key: string; entries: KeyEntry[] }> => {
   const current = readLocalKeys(file)
-  let kept = current.keys.find((k) => k.entry.name === LOCAL_DEV_KEY)
+  let held = current.keys
+  let kept = held.find((k) => k.entry.name === LOCAL_DEV_KEY)
   if (kept === undefined || fresh) {
     const key = generateApiKey('local')
     kept = { key, entry: { name: LOCAL_DEV_KEY, hash: await hashApiKey(key), scopes: ['predict', 'admin', 'feedback'], rate_limit_per_minute: 6_000 } }
     const keys = { keys: [...current.keys.filter((k) => k.entry.name !== LOCAL_DEV_KEY), kept] }
+    held = keys.keys
     if (current.keys.length > 0 || fresh) writeLocalKeys(keys, file)
     else {
       // The first key: created only if no other start made the file meanwhile, then everyone uses that one.
@@ -73,5 +75,5 @@ export const localDevKey = async ({ fresh = false, file = LOCAL_KEYS_FILE } = {}
       }
     }
   }
-  return { key: kept.key, entries: readLocalKeys(file).keys.map((k) => k.entry) }
+  return { key: kept.key, entries: held.map((k) => k.entry) }
 }

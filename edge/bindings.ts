@@ -25,13 +25,11 @@ const positive = (fallback: number, description: string, { whole = false } = {})
     .describe(description)
     .meta({ default: String(fallback) })
 
-/** A comma-separated list, blanks dropped. */
-const list = (description: string) =>
-  z
-    .string()
-    .optional()
-    .transform((raw) => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean))
-    .describe(description)
+/** The items of a comma-separated var, blanks dropped. */
+const items = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean)
+
+/** A comma-separated list. */
+const list = (description: string) => z.string().optional().transform(items).describe(description)
 
 /** The serving settings: parsed once per configuration, leniently (see `positive`). */
 export const servingBindings = z.object({
@@ -47,7 +45,7 @@ export const servingBindings = z.object({
   FEEDBACK_MODELS: z
     .string()
     .optional()
-    .transform((raw): ReadonlySet<string> | 'all' => (raw?.trim() === '*' ? 'all' : new Set(list('').parse(raw))))
+    .transform((raw): ReadonlySet<string> | 'all' => (raw?.trim() === '*' ? 'all' : new Set(items(raw))))
     .describe('Models whose served predictions are kept for feedback, comma-separated, or `*` for every model; unset keeps none.'),
   FEEDBACK_TTL_SECONDS: positive(30 * 24 * 3_600, 'Seconds a served prediction waits for its label (30 days).', { whole: true }),
   OTEL_EXPORTER_OTLP_ENDPOINT: text("OpenTelemetry collector's base URL (OTLP/HTTP; `/v1/traces` is appended); unset with the next one unset, nothing is traced."),

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import { describe, expect, it } from 'vitest'
-import { launchers, portHolder, processStat } from '../../dev/lifecycle.ts'
+import { commandLine, launchers, portHolder, processStat } from '../../dev/lifecycle.ts'
 import { assertPortFree } from '../../dev/stack-checks.ts'
 import { freePort } from '../support/ports.ts'
 
@@ -131,19 +131,11 @@ const npmStart = async () => {
   const chain = [npm.pid!]
   for (let pid = npm.pid!; ; ) {
     const children = everything.filter((p) => processStat(p.pid)?.ppid === pid)
-    if (children.length === 0 || children.some((c) => readCmd(c.pid)?.includes('leash.mjs'))) break
+    if (children.length === 0 || children.some((c) => commandLine(c.pid)?.includes('leash.mjs'))) break
     pid = children[0].pid
     chain.push(pid)
   }
   return { ports, npm, lines, exited, everything, chain }
-}
-
-const readCmd = (pid: number): string | undefined => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ')
-  } catch {
-    return undefined
-  }
 }
 
 const portsFree = async (ports: { backend: number; edge: number }) => {
@@ -167,7 +159,7 @@ describe('npm start lives and dies with its terminal', () => {
     it(`${signal} to ${who} leaves no process and no port behind`, async () => {
       const stack = await npmStart()
       try {
-        expect(stack.chain.map((pid) => readCmd(pid))).toEqual([expect.stringMatching(/npm/), expect.stringMatching(/--import tsx dev\/start\.ts/)])
+        expect(stack.chain.map((pid) => commandLine(pid))).toEqual([expect.stringMatching(/npm/), expect.stringMatching(/--import tsx dev\/start\.ts/)])
         expect(stack.everything.length).toBeGreaterThanOrEqual(7)
         process.kill(stack.chain[depth], signal)
         expect(await gone(stack.everything, 30_000), stack.lines.join('\n')).toEqual([])

@@ -20,7 +20,8 @@ interface Field {
 /** What a variable is when unset: the metadata's word for a computed default, else what parsing nothing gives. */
 const defaultOf = (field: Field): string => {
   const declared = field.meta()?.default
-  if (typeof declared === 'string') return declared === '' || /\s/.test(declared) && !/^[\d,.]+$/.test(declared) ? declared : `\`${declared}\``
+  // A phrase ("a fresh UUID") is prose; a value is code.
+  if (typeof declared === 'string') return /\s/.test(declared) ? declared : `\`${declared}\``
   const parsed = field.safeParse(undefined)
   const value = parsed.success ? parsed.data : undefined
   if (value === undefined) return 'unset'
