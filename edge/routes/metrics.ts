@@ -8,6 +8,7 @@ import { normalizationExposition } from '../exposition/normalization.ts'
 import { type ArmWeight, countedModels, requestMetricsExposition } from '../exposition/requests.ts'
 import type { Responder } from '../pipeline/stage.ts'
 import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../exposition/quality.ts'
+import { shadowExposition } from '../exposition/shadow.ts'
 import { modelQuality, type QualityParts } from '../quality/model-quality.ts'
 import { defaultRollout } from '../rollout/rollout.ts'
 import type { RolloutStore } from '../stores/rollouts/rollout-store.ts'
@@ -64,7 +65,7 @@ const metricsEndpoint = (): Responder<MetricsNeeds> =>
     const until = start + isolate.settings.metricsScrapeMs
     const weights = await armWeights(isolate, requestId, countedModels(tally), start + isolate.settings.metricsScrapeMs / 2, until)
     const quality = await qualityOf(isolate, weights, requestId, until)
-    return c.body(normalizationExposition(tally) + requestMetricsExposition(tally, weights) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+    return c.body(normalizationExposition(tally) + requestMetricsExposition(tally, weights) + shadowExposition(tally) + qualityExposition(quality), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   }
 
 export const metricsRoutes = () => [

@@ -1,21 +1,16 @@
 import { HEADERS } from '../../../shared/headers.ts'
 import { inBackground } from '../../background.ts'
-import { Problem } from '../../problem.ts'
 import { SERVED_BY_HEADER, servedBy } from '../../backend-client/fallback.ts'
 import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
-import type { InferCall } from '../../backend-client/transport.ts'
 import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
-import { type Prediction, predictionsOf } from './predictions.ts'
+import { type ShadowParts, compareWithShadow } from './shadow.ts'
 import type { ServedKey, ServedRecord } from '../../stores/ground-truth/ground-truth-store.ts'
 import type { AuthVariables } from '../auth/index.ts'
-import type { Transport } from '../../backend-client/transport.ts'
 import type { EdgeSettings } from '../../bindings.ts'
 import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
-import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 
-type ShadowParts = { transport: Transport; requestMetrics: RequestMetrics }
 type RespondParts = ShadowParts & { groundTruth: GroundTruthStore; settings: EdgeSettings }
 
 const feedbackOn = ({ settings }: { settings: EdgeSettings }, model: PredictableModel): boolean =>
@@ -31,29 +26,6 @@ const recordServed = async (isolate: RespondParts, key: ServedKey, record: Serve
   await isolate.groundTruth.serve(key, record, isolate.settings.feedbackTtlSeconds).catch((err: unknown) => {
     console.log(JSON.stringify({ level: 'warn', msg: 'served prediction not recorded for feedback', model: record.model, tenant: key.tenant, request_id: key.requestId, error: err instanceof Error ? err.message : String(err) }))
   })
-}
-
-/**
- * Sends the same rows to the shadow version and records how often it agrees with what the
- * client got, and counts the call (variant "shadow") with its own outcome and duration. The
- * shadow's answer never reaches the client, and its failure never fails the request.
- */
-const compareWithShadow = async ({ transport, requestMetrics }: ShadowParts, call: InferCall, served: Prediction[], model: PredictableModel, servedVersion: number): Promise<void> => {
-  const base = { msg: 'shadow', model: model.name, version: servedVersion, shadow_version: call.version, request_id: call.requestId }
-  const sent = Date.now()
-  let code = 200
-  try {
-    const shadowed = predictionsOf(await transport.infer(call), model, served.length)
-    const agreeing = shadowed.filter((p, i) => p.label === served[i].label).length
-    const maxDiff = Math.max(...shadowed.map((p, i) => Math.abs(p.probability - served[i].scores[p.label])))
-    console.log(JSON.stringify({ level: 'info', ...base, rows: served.length, agreement: agreeing / served.length, max_probability_diff: maxDiff }))
-  } catch (err) {
-    code = err instanceof Problem ? err.status : 500
-    console.log(JSON.stringify({ level: 'warn', ...base, error: err instanceof Error ? err.message : String(err) }))
-  }
-  // Shadows never go to the fallback tier: an answer is the backend's, a failure the edge's to report.
-  requestMetrics.request({ model: model.name, version: String(call.version), variant: 'shadow', code, servedBy: code === 200 ? 'backend' : 'edge', seconds: (Date.now() - sent) / 1e3 })
-  await requestMetrics.flushDue()
 }
 
 /**

@@ -34,13 +34,38 @@ export const FEEDBACK = 'feedback'
 /** Per API key: requests whose input needed fixing, and the fixes applied. */
 export const NORMALIZED = 'normalized'
 export const NORMALIZATION_FIXES = 'normalization_fixes'
+/** Per model and version: rows the edge prediction cache answered, forwarded, or dropped to keep its bound. */
+export const PREDICTION_CACHE = 'prediction_cache'
+export type PredictionCacheOutcome = 'hits' | 'misses' | 'evictions'
+/** Per (model, served version, shadow version): rows compared, rows whose labels agree, Σ|Δp| in millionths, |Δp| per bucket. */
+export const SHADOW_ROWS = 'shadow_rows'
+export const SHADOW_AGREEING = 'shadow_agreeing'
+export const SHADOW_DIFF_SUM = 'shadow_diff_sum_u'
+export const SHADOW_DIFF_BUCKET = 'shadow_diff_bucket'
+
+/**
+ * Upper bounds of the |Δp| histogram's buckets (the absolute difference between the shadow's and
+ * the served probability of the label the shadow chose); one more bucket holds the rest (+Inf).
+ */
+export const SHADOW_DIFF_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5] as const
+
+/** One shadow call's answer set against what the client was served, row by row. */
+export interface ShadowComparison {
+  model: string
+  servedVersion: number
+  shadowVersion: number
+  /** Rows whose labels agree. */
+  agreeing: number
+  /** |Δp| per row compared. */
+  diffs: readonly number[]
+}
 
 export const field = (...parts: ReadonlyArray<string | number>): string => parts.join(SEPARATOR)
 export const fieldParts = (name: string): string[] => name.split(SEPARATOR)
 
-const bucketOf = (seconds: number): number => {
+const bucketOf = (value: number, bounds: readonly number[] = DURATION_BUCKETS): number => {
   let i = 0
-  while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]) i++
+  while (i < bounds.length && value > bounds[i]) i++
   return i
 }
 
@@ -74,7 +99,7 @@ const add = (tally: Tally, name: string, delta: number): void => {
 }
 
 /**
- * The edge's request, canary-fallback, feedback, normalization and rollout-decision counts.
+ * The edge's request, canary-fallback, feedback, normalization, shadow-comparison and rollout-decision counts.
  * Recording is synchronous and touches only the isolate's memory: with Redis, the deltas go out
  * in one write at most every `flushEveryMs` (sooner when many fields changed), in the background
  * of a request, so Redis is never on a request's path. Each write carries an id and applies once
@@ -153,8 +178,25 @@ export class RequestMetrics {
     this.#add(field(FEEDBACK, model, result), 1)
   }
 
+  predictionCache(model: string, version: string, outcome: PredictionCacheOutcome, rows: number): void {
+    this.#add(field(PREDICTION_CACHE, model, version, outcome), rows)
+  }
+
   decision(model: string, action: string): void {
     this.#add(field(DECISIONS, model, action), 1)
+  }
+
+  /** A shadow call's rows compared with the served ones. */
+  shadowCompared({ model, servedVersion, shadowVersion, agreeing, diffs }: ShadowComparison): void {
+    const pair = [model, servedVersion, shadowVersion] as const
+    this.#add(field(SHADOW_ROWS, ...pair), diffs.length)
+    this.#add(field(SHADOW_AGREEING, ...pair), agreeing)
+    let sum = 0
+    for (const diff of diffs) {
+      sum += Math.round(diff * 1e6)
+      this.#add(field(SHADOW_DIFF_BUCKET, ...pair, bucketOf(diff, SHADOW_DIFF_BUCKETS)), 1)
+    }
+    this.#add(field(SHADOW_DIFF_SUM, ...pair), sum)
   }
 
   /** A request of the API key named `keyName` whose input needed `fixes` fixes. */
