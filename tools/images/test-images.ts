@@ -7,10 +7,10 @@
  * handler. Exits non-zero on the first failed check; cleans up what it started, but keeps the
  * built images (and any stand-in base) so a rerun only rebuilds changed layers.
  *
- * Base images cannot be pulled here (no Docker Hub / ECR): a FROM name that is not in local
- * storage is built as a stand-in from Debian bookworm (debootstrap --variant=minbase) plus the
- * project's pinned Node (the `node` devDependency's binary) and the build machine's npm, and the
- * run says so. The Lambda stand-in has LAMBDA_TASK_ROOT but no runtime interface client (it is
+ * Base images cannot be pulled here (no Docker Hub / ECR): a pinned base (name:tag@digest) that is
+ * not in local storage is replaced, through its ARG, by a stand-in built under name:tag from Debian
+ * bookworm (debootstrap --variant=minbase) plus the project's pinned Node (the `node`
+ * devDependency's binary) and the build machine's npm, and the run says so. The Lambda stand-in has LAMBDA_TASK_ROOT but no runtime interface client (it is
  * not on npm as a prebuilt; the emulator is a GitHub release binary), so the handler module is
  * invoked directly in the image with `node`, which is stated in the output.
  */
@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments, stringify } from 'yaml'
+import { parseBases } from './pins.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const require = createRequire(import.meta.url)
@@ -151,10 +152,28 @@ const ensureBase = async (name: string, lambda: boolean) => {
     // A stand-in starts from the imported Debian root: its first layer is that image's.
     const firstLayer = async (image: string) => (await podman(['image', 'inspect', '--format', '{{index .RootFS.Layers 0}}', image], { allowFail: true })).stdout.trim()
     const standin = (await imageExists(STANDIN_ROOTFS)) && (await firstLayer(name)) === (await firstLayer(STANDIN_ROOTFS))
-    log(standin ? `STAND-IN used for ${name} (made by an earlier run): Debian bookworm minbase + the project's Node` : `base ${name}: the real image, present in local storage`)
+    log(standin ? `STAND-IN used for ${name} (made by an earlier run): Debian bookworm minbase + the project's Node` : `base ${name}: an image under this name in local storage, not a stand-in`)
     return
   }
   await buildStandin(name, lambda)
+}
+
+/**
+ * The build args for a Dockerfile's bases (each a leading ARG, pinned name:tag@digest). A pinned
+ * image present in local storage is used as is. Otherwise a local build cannot stand in under the
+ * pinned reference (the digest is the registry manifest's), so the stand-in is built under
+ * name:tag and passed as `--build-arg ARG=name:tag`, printed as a substitution.
+ */
+const baseBuildArgs = async (dockerfile: string, lambda: boolean): Promise<string[]> => {
+  const flags: string[] = []
+  for (const { name, ref } of parseBases(await readFile(join(ROOT, dockerfile), 'utf8')).args) {
+    if (ref.digest !== undefined && await imageExists(ref.raw)) { log(`base ${ref.raw}: the pinned image, present in local storage`); continue }
+    await ensureBase(ref.named, lambda)
+    if (ref.digest === undefined) continue
+    flags.push('--build-arg', `${name}=${ref.named}`)
+    log(`SUBSTITUTION for ${dockerfile}: --build-arg ${name}=${ref.named} (the pinned ${ref.raw} is not in local storage)`)
+  }
+  return flags
 }
 
 const buildImage = async (dockerfile: string, tag: string, extra: string[] = []) => {
@@ -373,12 +392,10 @@ const main = async () => {
   let s3: S3rverInstance | undefined
   try {
     await ensureTools()
-    const froms = async (file: string) => [...new Set([...(await readFile(join(ROOT, file), 'utf8')).matchAll(/^FROM\s+(?:--\S+\s+)*(\S+)/gm)].map((m) => m[1]!).filter((i) => !i.includes('$') && !/^(builder|deps|prod-deps|runtime)$/.test(i)))]
-    for (const base of await froms('infra/container/Dockerfile')) await ensureBase(base, false)
-    const lambdaArg = /^ARG LAMBDA_NODE_IMAGE=(\S+)$/m.exec(await readFile(join(ROOT, 'infra/aws/Dockerfile.lambda'), 'utf8'))?.[1] ?? fail('Dockerfile.lambda: no LAMBDA_NODE_IMAGE default')
-    await ensureBase(lambdaArg, true)
-    await buildImage('infra/container/Dockerfile', CPU_IMAGE)
-    check((await buildImage('infra/aws/Dockerfile.lambda', LAMBDA_IMAGE, ['--ignorefile', 'infra/aws/Dockerfile.lambda.dockerignore'])) > 0, 'Lambda image built')
+    const cpuArgs = await baseBuildArgs('infra/container/Dockerfile', false)
+    const lambdaArgs = await baseBuildArgs('infra/aws/Dockerfile.lambda', true)
+    await buildImage('infra/container/Dockerfile', CPU_IMAGE, cpuArgs)
+    check((await buildImage('infra/aws/Dockerfile.lambda', LAMBDA_IMAGE, ['--ignorefile', 'infra/aws/Dockerfile.lambda.dockerignore', ...lambdaArgs])) > 0, 'Lambda image built')
     const started3 = await startS3()
     s3 = started3.s3
     await runBackend(started3.port)

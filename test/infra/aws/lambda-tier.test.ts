@@ -268,7 +268,7 @@ describe('Dockerfile.lambda', () => {
   it('builds every stage on the AWS Lambda Node.js 24 base image', async () => {
     const dockerfile = await parse()
     const args = dockerfile.getInitialARGs().map((a) => [a.getProperty()?.getName(), a.getProperty()?.getValue()])
-    expect(args).toEqual([['LAMBDA_NODE_IMAGE', 'public.ecr.aws/lambda/nodejs:24']])
+    expect(args).toEqual([['LAMBDA_NODE_IMAGE', expect.stringMatching(/^public\.ecr\.aws\/lambda\/nodejs:24@sha256:[0-9a-f]{64}$/)]])
     const froms = dockerfile.getFROMs()
     expect(froms.map((f) => f.getImage())).toEqual(['${LAMBDA_NODE_IMAGE}', '${LAMBDA_NODE_IMAGE}', '${LAMBDA_NODE_IMAGE}'])
     expect(froms.map((f) => f.getBuildStage())).toEqual(['builder', 'prod-deps', null])

@@ -26,12 +26,15 @@ interface Stage {
   instructions: Instruction[]
 }
 
+/** The stages, each FROM's `${ARG}` replaced by that leading ARG's default (the bases are named once, as ARGs). */
 const stagesOf = (dockerfile: Dockerfile): Stage[] => {
   const stages: Stage[] = []
+  const args = new Map(dockerfile.getInitialARGs().map((a) => [a.getProperty()?.getName(), a.getProperty()?.getValue()]))
+  const resolve = (image: string) => image.replace(/^\$\{(\w+)\}$/, (_, name: string) => args.get(name) ?? image)
   for (const instruction of dockerfile.getInstructions()) {
     if (instruction.getKeyword() === 'FROM') {
       const from = dockerfile.getFROMs().find((f) => f.getRange().start.line === instruction.getRange().start.line)!
-      stages.push({ name: from.getBuildStage(), image: from.getImage() ?? '', instructions: [] })
+      stages.push({ name: from.getBuildStage(), image: resolve(from.getImage() ?? ''), instructions: [] })
     } else {
       stages.at(-1)?.instructions.push(instruction)
     }
@@ -224,7 +227,7 @@ describe('the CPU image', () => {
     const { text, stages } = parsed.get('infra/container/Dockerfile')!
     expect(text).not.toMatch(/script\/install\.js|ONNXRUNTIME_NODE_INSTALL_CUDA/)
     expect(envOf(stages.find((s) => s.name === 'deps')!)).toMatchObject({ ONNXRUNTIME_NODE_INSTALL: 'skip' })
-    expect(stages.at(-1)!.image).toMatch(/^node:24\.[0-9.]+-bookworm-slim$/)
+    expect(stages.at(-1)!.image).toMatch(/^node:24\.[0-9.]+-bookworm-slim@sha256:[0-9a-f]{64}$/)
   })
 })
 
