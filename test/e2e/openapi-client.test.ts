@@ -4,11 +4,11 @@ import type { z } from 'zod'
 import { responseSchemas } from '../../edge/openapi.ts'
 import { creditRequest } from '../backend/support/applicants.ts'
 import type { RunningWorker } from '../edge/support/workerd.ts'
-import type { components, paths } from '../support/schema.d.ts'
+import type { components, paths } from '../../clients/typescript/src/schema.ts'
 import { startStack, type Stack } from '../support/stack.ts'
 
 /**
- * The client openapi-typescript generates from the document (test/support/schema.d.ts), driven by
+ * The client openapi-typescript generates from the document (clients/typescript/src/schema.ts), driven by
  * openapi-fetch against the worker bundled as deployed, in workerd, in front of the real backend.
  * Each answer is also parsed with the zod schema its response is documented with, so a field
  * the worker sends that the document lacks (or one it lacks that the document requires) fails.

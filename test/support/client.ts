@@ -1,9 +1,9 @@
 import createClient, { type Client } from 'openapi-fetch'
-import type { components, paths } from './schema.d.ts'
+import type { components, paths } from '../../clients/typescript/src/schema.ts'
 
 /**
  * The one typed client the tests call the edge with: openapi-fetch over the types generated from
- * /openapi.json (schema.d.ts, `npm run openapi:client`), so a request a test builds is checked
+ * /openapi.json (clients/typescript/src/schema.ts, `npm run openapi:client`), so a request a test builds is checked
  * against the document at compile time. Raw fetch stays only where a test sends what the document
  * refuses (malformed or hostile bodies, a missing required header).
  */
