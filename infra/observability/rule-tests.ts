@@ -1,7 +1,9 @@
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
 import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { defaultConfig } from '../k8s/config.ts'
-import { BACKEND_JOB, LATENCY_SLO, VARIANT_LABEL, allAlerts, type AlertRule } from './rules.ts'
+import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
+import { SHADOW_DIFF_BUCKETS } from '../../edge/stores/tallies/tally.ts'
+import { BACKEND_JOB, LATENCY_SLO, SHADOW_RECORDINGS, VARIANT_LABEL, allAlerts, type AlertRule } from './rules.ts'
 
 /**
  * promtool unit tests (`promtool test rules`): for every alert at least one case where it fires
@@ -132,6 +134,51 @@ export const ALERT_CASES: Record<string, Case[]> = {
   ],
 }
 
+/**
+ * One shadow pair's counters over `minutes` minutes, `perMinute` of each: rows compared, agreeing
+ * rows, Σ|Δp| and rows per |Δp| bucket (not cumulative; the last one beyond every bound).
+ */
+const shadowPair = (labels: Record<string, string>, minutes: number, perMinute: { rows: number; agreeing: number; diffSum: number; buckets: number[] }): Series[] => {
+  let cumulative = 0
+  const les = [...SHADOW_DIFF_BUCKETS.map(String), '+Inf']
+  return [
+    series(SHADOW_ROWS_METRIC, labels, `0+${perMinute.rows}x${minutes}`),
+    series(SHADOW_AGREEING_METRIC, labels, `0+${perMinute.agreeing}x${minutes}`),
+    series(`${SHADOW_DIFF_METRIC}_sum`, labels, `0+${perMinute.diffSum}x${minutes}`),
+    series(`${SHADOW_DIFF_METRIC}_count`, labels, `0+${perMinute.rows}x${minutes}`),
+    ...les.map((le, i) => {
+      cumulative += perMinute.buckets[i] ?? 0
+      return series(`${SHADOW_DIFF_METRIC}_bucket`, { ...labels, le }, `0+${cumulative}x${minutes}`)
+    }),
+  ]
+}
+
+/** A recording rule's expected samples at `at`, given `series`. */
+interface RecordingCase {
+  why: string
+  series: Series[]
+  at: string
+  expect: Array<{ labels: Record<string, string>; value: number }>
+}
+
+const AGREEING_PAIR = { model: 'credit-risk', version: '1', shadow_version: '2' }
+const SPLIT_PAIR = { model: 'credit-risk', version: '3', shadow_version: '2' }
+/**
+ * Per minute, the agreeing pair: 60 rows, 54 agreeing, Σ|Δp| 1.2; 30 rows at ≤ 0.001, 27 at
+ * ≤ 0.0025, 3 in (0.05, 0.1] (rank 59.4 of 60 is 80% into that bucket: p99 0.09). The split pair:
+ * 10 rows, 5 agreeing, all beyond 0.5 (p99: the highest finite bound).
+ */
+const SHADOW_SERIES = [
+  ...shadowPair(AGREEING_PAIR, 10, { rows: 60, agreeing: 54, diffSum: 1.2, buckets: [30, 27, 0, 0, 0, 0, 3] }),
+  ...shadowPair(SPLIT_PAIR, 10, { rows: 10, agreeing: 5, diffSum: 7, buckets: [0, 0, 0, 0, 0, 0, 0, 0, 0, 10] }),
+]
+
+export const RECORDING_CASES: Record<string, RecordingCase[]> = {
+  [SHADOW_RECORDINGS.agreement]: [{ why: 'per served version', at: '10m', series: SHADOW_SERIES, expect: [{ labels: AGREEING_PAIR, value: 0.9 }, { labels: SPLIT_PAIR, value: 0.5 }] }],
+  [SHADOW_RECORDINGS.meanDiff]: [{ why: 'Σ|Δp| over rows', at: '10m', series: SHADOW_SERIES, expect: [{ labels: AGREEING_PAIR, value: 0.02 }, { labels: SPLIT_PAIR, value: 0.7 }] }],
+  [SHADOW_RECORDINGS.p99Diff]: [{ why: 'interpolated in its bucket', at: '10m', series: SHADOW_SERIES, expect: [{ labels: AGREEING_PAIR, value: 0.09 }, { labels: SPLIT_PAIR, value: 0.5 }] }],
+}
+
 /** `{{ $labels.x }}` replaced as Prometheus' template engine would (the only form the rules use). */
 export const expandTemplate = (template: string, labels: Record<string, string>): string =>
   template.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, name: string) => labels[name] ?? '')
@@ -145,12 +192,21 @@ const expected = (a: AlertRule, labels: Record<string, string>) => ({
 export const ruleTests = (ruleFile: string) => ({
   rule_files: [ruleFile],
   evaluation_interval: '1m',
-  tests: allAlerts().flatMap((a) =>
+  tests: [
+    ...allAlerts().flatMap((a) =>
     (ALERT_CASES[a.alert] ?? []).map((c) => ({
       name: `${a.alert}: ${c.why}`,
       interval: '1m',
       input_series: c.series,
       alert_rule_test: [{ eval_time: c.at, alertname: a.alert, exp_alerts: c.fires ? [expected(a, c.fires)] : [] }],
     })),
-  ),
+    ),
+    ...Object.entries(RECORDING_CASES).flatMap(([record, cases]) => cases.map((c) => ({
+      name: `${record}: ${c.why}`,
+      interval: '1m',
+      input_series: c.series,
+      // promtool 2.42 compares floats exactly: each sample is checked within 1e-9 of its value instead.
+      promql_expr_test: c.expect.map((e) => ({ expr: `abs(${selector(record, e.labels)} - ${e.value}) < bool 1e-9`, eval_time: c.at, exp_samples: [{ labels: selector('', e.labels), value: 1 }] })),
+    }))),
+  ],
 })

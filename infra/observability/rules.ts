@@ -1,4 +1,5 @@
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
+import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
 import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { defaultConfig } from '../k8s/config.ts'
 
@@ -67,6 +68,14 @@ const CLIENT_FACING = 'variant!="shadow"'
 /** Recorded per pod: each replica has its own queue and its own bound. */
 export const QUEUE_FILL = 'instance_model_version:edge_infer_backend_queue_fill:ratio'
 
+const SHADOW_BY = 'model, version, shadow_version'
+/** Per (model, served version, shadow version) over 5 min: share of compared rows whose label agrees, mean and p99 |Δp|. */
+export const SHADOW_RECORDINGS = {
+  agreement: 'model_version_shadow_version:edge_infer_shadow_agreement:ratio_rate5m',
+  meanDiff: 'model_version_shadow_version:edge_infer_shadow_probability_diff:mean5m',
+  p99Diff: 'model_version_shadow_version:edge_infer_shadow_probability_diff:p99_5m',
+} as const
+
 export const sloErrorRatio = (window: SloWindow): string => `model:edge_infer_slo_latency_errors:ratio_rate${window}`
 
 const sloRecordings: RecordingRule[] = SLO_WINDOWS.map((window) => ({
@@ -86,6 +95,14 @@ export const recordingGroups: Array<RuleGroup<RecordingRule>> = [
       { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p50_5m', expr: quantile(0.5, DURATION_METRIC, EDGE_BY) },
       { record: 'model_version_variant:edge_infer_edge_request_duration_seconds:p99_5m', expr: quantile(0.99, DURATION_METRIC, EDGE_BY) },
       ...sloRecordings,
+    ],
+  },
+  {
+    name: 'edge-infer-shadow.recording',
+    rules: [
+      { record: SHADOW_RECORDINGS.agreement, expr: `${sumRate(SHADOW_BY, SHADOW_AGREEING_METRIC, '5m')} / ${sumRate(SHADOW_BY, SHADOW_ROWS_METRIC, '5m')}` },
+      { record: SHADOW_RECORDINGS.meanDiff, expr: `${sumRate(SHADOW_BY, `${SHADOW_DIFF_METRIC}_sum`, '5m')} / ${sumRate(SHADOW_BY, `${SHADOW_DIFF_METRIC}_count`, '5m')}` },
+      { record: SHADOW_RECORDINGS.p99Diff, expr: quantile(0.99, SHADOW_DIFF_METRIC, SHADOW_BY) },
     ],
   },
   {

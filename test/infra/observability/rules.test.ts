@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DURATION_BUCKETS } from '../../../edge/stores/tallies/tally.ts'
 import { RENDERED_DIR as K8S_RENDERED_DIR } from '../../../infra/k8s/render.ts'
 import { RENDERED_DIR, RULES_FILE, RULE_TESTS_FILE, render } from '../../../infra/observability/render.ts'
-import { ALERT_CASES } from '../../../infra/observability/rule-tests.ts'
-import { LATENCY_SLO, allAlerts, allRecordings, ruleGroups, type PrometheusRuleGroup } from '../../../infra/observability/rules.ts'
+import { ALERT_CASES, RECORDING_CASES } from '../../../infra/observability/rule-tests.ts'
+import { LATENCY_SLO, SHADOW_RECORDINGS, allAlerts, allRecordings, ruleGroups, type PrometheusRuleGroup } from '../../../infra/observability/rules.ts'
 import { promtool } from './support/promtool.ts'
 
 describe('infra/observability rendering', () => {
@@ -50,6 +50,14 @@ describe('the rules', () => {
     }
     expect(Object.keys(ALERT_CASES).sort()).toEqual(allAlerts().map((a) => a.alert).sort())
   })
+
+  it('have a promtool case for every shadow-comparison recording, each a recorded rule', () => {
+    const recorded = allRecordings().map((r) => r.record)
+    for (const record of Object.values(SHADOW_RECORDINGS)) {
+      expect(recorded).toContain(record)
+      expect(RECORDING_CASES[record]?.length, record).toBeGreaterThan(0)
+    }
+  })
 })
 
 describe('promtool', () => {
@@ -69,7 +77,7 @@ describe('promtool', () => {
     expect(output).not.toMatch(/warning/i)
   })
 
-  it('test rules: every alert fires where it should and stays quiet in its near misses', async () => {
+  it('test rules: every alert fires where it should and stays quiet in its near misses, and the shadow recordings give their values', async () => {
     const { code, output } = await promtool(['test', 'rules', RULE_TESTS_FILE], RENDERED_DIR)
     expect(code, output).toBe(0)
     expect(output).toContain('SUCCESS')
