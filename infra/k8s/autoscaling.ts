@@ -3,7 +3,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/Horizo
 import type { IHorizontalPodAutoscalerBehavior } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscalerBehavior'
 import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { QUEUE_DEPTH_METRIC, type ClusterConfig } from './config.ts'
-import { TARGET_REQUESTS_PER_SECOND_PER_REPLICA, TARGET_ROWS_PER_REPLICA } from './sizing.ts'
+import { MEASURED, TARGET_REQUESTS_PER_SECOND_PER_REPLICA, TARGET_ROWS_PER_REPLICA } from './sizing.ts'
 
 const serviceSelector = (c: ClusterConfig): string => `{namespace="${c.namespace}",service="${c.name}"}`
 
@@ -44,7 +44,20 @@ export const behavior: IHorizontalPodAutoscalerBehavior = {
 }
 
 const scaleTarget = (c: ClusterConfig) => ({ apiVersion: 'apps/v1', kind: 'Deployment', name: c.name })
-const meta = (c: ClusterConfig) => ({ name: c.name, namespace: c.namespace, labels: { 'app.kubernetes.io/name': c.name, 'app.kubernetes.io/part-of': 'edge-infer' } })
+
+/**
+ * The replica capacity the rate target is a share of, on both autoscalers: says what the threshold
+ * was sized from, and is where the autoscaling simulator takes its replica's capacity from (one
+ * figure for the trigger and the simulated replica).
+ */
+export const REPLICA_CAPACITY_ANNOTATION = 'edge-infer/replica-capacity-rows-per-second'
+
+const meta = (c: ClusterConfig) => ({
+  name: c.name,
+  namespace: c.namespace,
+  labels: { 'app.kubernetes.io/name': c.name, 'app.kubernetes.io/part-of': 'edge-infer' },
+  annotations: { [REPLICA_CAPACITY_ANNOTATION]: String(MEASURED.replicaRowsPerSecond) },
+})
 
 const prometheusTrigger = (c: ClusterConfig, name: string, query: string, threshold: number) => ({
   type: 'prometheus',
@@ -111,7 +124,7 @@ const podsMetric = (name: string, target: number) => ({
 
 export const horizontalPodAutoscaler = (c: ClusterConfig) =>
   new HorizontalPodAutoscaler({
-    metadata: { ...meta(c), annotations: { [ADAPTER_RULES_ANNOTATION]: JSON.stringify(adapterRules) } },
+    metadata: { ...meta(c), annotations: { [ADAPTER_RULES_ANNOTATION]: JSON.stringify(adapterRules), ...meta(c).annotations } },
     spec: {
       scaleTargetRef: scaleTarget(c),
       minReplicas: c.minReplicas,

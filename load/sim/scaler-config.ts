@@ -131,6 +131,24 @@ const adapterRateWindowS = (hpa: Yaml, file: string): number => {
   return rateWindowS(rule.metricsQuery, `metadata.annotations.${ADAPTER_RULES_ANNOTATION}`)
 }
 
+/** The annotation on both autoscalers with the replica capacity their rate target is a share of. */
+const REPLICA_CAPACITY_ANNOTATION = 'edge-infer/replica-capacity-rows-per-second'
+
+/**
+ * One replica's capacity in rows/s, as the rendered autoscaler states it (infra/k8s/sizing.ts sizes
+ * the rate target from it): the simulated replica is given the same figure, so the trigger and the
+ * replica it scales cannot disagree about what a pod drains.
+ */
+export const readReplicaCapacity = (file = KEDA_MANIFEST): number => {
+  const doc = documentOfKind(file, 'ScaledObject')
+  const annotations = optionalObject(object(doc.metadata, 'metadata').annotations, 'metadata.annotations')
+  const value = annotations?.[REPLICA_CAPACITY_ANNOTATION]
+  if (value === undefined) throw new Error(`${file}: no ${REPLICA_CAPACITY_ANNOTATION} annotation`)
+  const capacity = number(value, `metadata.annotations.${REPLICA_CAPACITY_ANNOTATION}`)
+  if (capacity <= 0) throw new Error(`${file}: ${REPLICA_CAPACITY_ANNOTATION} must be positive, got ${capacity}`)
+  return capacity
+}
+
 /** The ScaledObject's scaling parameters, with KEDA's and the HPA's defaults where it names none. */
 export const readScaledObject = (file = KEDA_MANIFEST): AutoscalerConfig => {
   const spec = object(documentOfKind(file, 'ScaledObject').spec, 'spec')

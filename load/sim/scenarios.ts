@@ -149,6 +149,11 @@ export interface TraceComparison {
   autoscaled: SettingOutcome[]
   /** The fixed counts tried, smallest first; the last meets the SLA unless none up to the limit did. */
   fixed: SettingOutcome[]
+  /**
+   * Whether the autoscaler has to hold fewer replica-hours than that fixed count here, or only meet
+   * the SLA (a flat window, where a fixed count sized for it cannot be undercut).
+   */
+  mustBeat: boolean
 }
 
 /**
@@ -164,13 +169,13 @@ export const smallestFixed = (tier: Tier, trace: Trace, base: Setting, peakRps: 
   return tried
 }
 
-export const compareOnTrace = (tier: Tier, name: string, trace: Trace, settings: readonly Setting[], peakRps: number, limit: number, progress: (message: string) => void): TraceComparison => {
+export const compareOnTrace = (tier: Tier, name: string, trace: Trace, settings: readonly Setting[], peakRps: number, limit: number, progress: (message: string) => void, mustBeat = true): TraceComparison => {
   const autoscaled = settings.map((s) => {
     progress(`${name}: ${s.name}`)
     return runSetting(tier, trace, s)
   })
   progress(`${name}: fixed replica counts`)
-  return { name, autoscaled, fixed: smallestFixed(tier, trace, settings[0], peakRps, limit) }
+  return { name, autoscaled, fixed: smallestFixed(tier, trace, settings[0], peakRps, limit), mustBeat }
 }
 /** Shares of the SLA rate tried for the per-replica operating point, highest first. */
 const HEADROOM_STEPS = [1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4]

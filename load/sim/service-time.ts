@@ -56,3 +56,15 @@ export const replicaServiceTime = ({ fit, front }: ServiceTimeMeasurement): Serv
   const perRow = (fit.cUsPerRow + front.perRequestUs) / 1e6
   return (rows) => fixed + perRow * rows
 }
+
+/**
+ * The same a + p·b shape with the per-row cost p set so full batches of `maxBatch` drain exactly
+ * `capacityRps`: the replica's capacity is the figure the autoscaler was sized from (the rendered
+ * manifest's annotation), the measurement supplies the per-batch cost a.
+ */
+export const serviceTimeAtCapacity = ({ fit }: ServiceTimeMeasurement, capacityRps: number, maxBatch: number): ServiceTime => {
+  const fixed = fit.aUs / 1e6
+  const perRow = (maxBatch / capacityRps - fixed) / maxBatch
+  if (!(perRow > 0)) throw new Error(`a capacity of ${capacityRps} rows/s leaves no time per row after the ${fit.aUs} µs per batch`)
+  return (rows) => fixed + perRow * rows
+}

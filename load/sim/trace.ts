@@ -31,6 +31,7 @@ export interface GeneratedTraceOptions {
 }
 
 const DAY_S = 86_400
+const PEAK_HOUR = 14
 export const DEFAULT_SPIKES_PER_DAY = 6
 
 /** The spikes a generated trace of `durationS` gets: none in an hour at 6 a day. */
@@ -40,7 +41,7 @@ export const spikeCount = (durationS: number, spikesPerDay = DEFAULT_SPIKES_PER_
  * A diurnal curve (a cosine between the trough and the peak, one cycle a day) with rectangular
  * spikes on top, scaled so its highest second is `peakRps`.
  */
-export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = 14, startHour = peakHour - durationS / 7200, spikesPerDay = DEFAULT_SPIKES_PER_DAY }: GeneratedTraceOptions): Trace => {
+export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, peakHour = PEAK_HOUR, startHour = centredStartHour(durationS, peakHour), spikesPerDay = DEFAULT_SPIKES_PER_DAY }: GeneratedTraceOptions): Trace => {
   const random = createRandom(seed)
   const rates = new Float64Array(durationS)
   for (let t = 0; t < durationS; t++) {
@@ -60,14 +61,23 @@ export const generateTrace = ({ durationS, peakRps, seed, troughShare = 0.15, pe
 }
 
 /**
- * A trace the settings were not tuned on, as long as `durationS` and with the same peak: another
- * seed, the morning ramp (from 08:00) instead of the plateau around the peak, and spikes 8 times as
- * often (48 a day, so an hour has two).
+ * A trace the settings were not tuned on, as long as the committed one, over the same hours of the
+ * day and with the same peak: another seed, and spikes 8 times as often (48 a day, two an hour).
  */
-export const HOLDOUT = { seedOffset: 1, startHour: 8, spikesPerDay: 48 } as const
+export const HOLDOUT = { seedOffset: 1, spikesPerDay: 48 } as const
 
-export const holdoutTrace = (durationS: number, peakRps: number, seed: number): Trace =>
-  generateTrace({ durationS, peakRps, seed: seed + HOLDOUT.seedOffset, startHour: HOLDOUT.startHour, spikesPerDay: HOLDOUT.spikesPerDay })
+export const holdoutTrace = (durationS: number, peakRps: number, seed: number, startHour: number): Trace =>
+  generateTrace({ durationS, peakRps, seed: seed + HOLDOUT.seedOffset, startHour, spikesPerDay: HOLDOUT.spikesPerDay })
+
+/** The hour of the day a generated window of `durationS` starts at when none is named: centred on the peak. */
+export const centredStartHour = (durationS: number, peakHour = PEAK_HOUR): number => peakHour - durationS / 7200
+
+/**
+ * The hour around the daily peak, same seed and peak: nearly flat, so no autoscaler can hold fewer
+ * replica-hours than a fixed count sized for it; it must still meet the SLA there.
+ */
+export const peakHourTrace = (peakRps: number, seed: number): Trace =>
+  generateTrace({ durationS: 3600, peakRps, seed, startHour: centredStartHour(3600) })
 
 /** Multiplies a rate trace so its highest second is `peakRps` (a recorded day replayed at another scale). */
 export const scaleTrace = (trace: Trace, peakRps: number): Trace => {

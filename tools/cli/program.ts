@@ -97,6 +97,7 @@ const simulate = (): Command => new Command('simulate')
   .option('--start-delay <s>', 'seconds from scale-up to a ready replica (default 60)')
   .option('--seed <n>', 'seed of the generated trace (default 1)')
   .option('--hours <h>', 'hours of generated trace (default 8)')
+  .option('--start <hour>', 'hour of the day the generated trace starts at (default: centred on the 14:00 peak)')
   .addOption(new Option('--routing <how>', 'how requests pick a replica').choices(['random', 'round-robin', 'least-loaded']).default('random'))
   .option('--out <dir>', 'where the report and chart go (default load/reports)')
   .action(async (flags, command: Command) => {

@@ -5,11 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { REQUEST_RATE_WINDOW_S, behavior, horizontalPodAutoscaler, scaledObject } from '../../../infra/k8s/autoscaling.ts'
 import { defaultConfig } from '../../../infra/k8s/config.ts'
-import { TARGET_REQUESTS_PER_SECOND_PER_REPLICA, TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
+import { MEASURED, TARGET_REQUESTS_PER_SECOND_PER_REPLICA, TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
 import { modelConfig } from '../../../backend/repository/model-config.ts'
 import { batcherSettingsOf } from '../../../load/sim/batcher-settings.ts'
 import { ROOT } from '../../../load/harness/servers.ts'
-import { readHorizontalPodAutoscaler, readScaledObject, readScrapeIntervalS } from '../../../load/sim/scaler-config.ts'
+import { readHorizontalPodAutoscaler, readReplicaCapacity, readScaledObject, readScrapeIntervalS } from '../../../load/sim/scaler-config.ts'
+import { replicaCapacity, type Tier } from '../../../load/sim/scenarios.ts'
+import { readServiceTime, replicaServiceTime, serviceTimeAtCapacity } from '../../../load/sim/service-time.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'sim-params-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -95,6 +97,18 @@ describe('the autoscaler parameters the simulator reads from infra/k8s/rendered'
     expect(() => readHorizontalPodAutoscaler(file)).toThrow(/prometheus-adapter rule/)
   })
 
+  it('the replica capacity: the figure the rate target is sized from, as the manifest states it', () => {
+    expect(readReplicaCapacity()).toBe(MEASURED.replicaRowsPerSecond)
+    const object = scaledObject(defaultConfig).toJSON() as { metadata: { annotations?: Record<string, string> } }
+    const file = join(dir, 'keda-capacity.yaml')
+    object.metadata.annotations = { ...object.metadata.annotations, 'edge-infer/replica-capacity-rows-per-second': '12000' }
+    writeFileSync(file, stringify(object))
+    expect(readReplicaCapacity(file)).toBe(12000)
+    delete object.metadata.annotations
+    writeFileSync(file, stringify(object))
+    expect(() => readReplicaCapacity(file)).toThrow(/replica-capacity-rows-per-second/)
+  })
+
   it('scrape interval: the ServiceMonitor of base.yaml', () => {
     expect(readScrapeIntervalS()).toBe(10)
   })
@@ -119,5 +133,25 @@ describe('the batcher settings', () => {
     mkdirSync(join(dir, 'models', 'bare'), { recursive: true })
     writeFileSync(join(dir, 'models', 'bare', 'config.json'), JSON.stringify({ ...config, name: 'bare', dynamic_batching: {}, instance_count: undefined }))
     expect(batcherSettingsOf('bare', join(dir, 'models'))).toEqual({ dispatch: 'idle', maxBatchSize: config.max_batch_size, maxQueueDelayS: 0.002, preferredBatchSizes: [], maxQueueSize: 4096, instances: 1 })
+  })
+})
+
+describe("the simulated replica's service time", () => {
+  const batcher = batcherSettingsOf('credit-risk')
+  const tierWith = (serviceTime: Tier['serviceTime']): Tier => ({ batcher, serviceTime, routing: 'random', scrapeIntervalS: 10, seed: 1, slaP95S: 0.05 })
+
+  it('drains exactly the capacity it is given, with the measured cost per batch', () => {
+    const service = readServiceTime()
+    for (const capacity of [12_000, MEASURED.replicaRowsPerSecond]) {
+      const serviceTime = serviceTimeAtCapacity(service, capacity, batcher.maxBatchSize)
+      expect(replicaCapacity(tierWith(serviceTime))).toBeCloseTo(capacity, 6)
+      expect(serviceTime(0)).toBeCloseTo(service.fit.aUs / 1e6, 12)
+    }
+    expect(() => serviceTimeAtCapacity(service, 1e9, batcher.maxBatchSize)).toThrow(/no time per row/)
+  })
+
+  it("the committed capacity is what load/sim/service-time.json measured (one figure: re-measured, it moves in infra/k8s/sizing.ts)", () => {
+    const measured = replicaCapacity(tierWith(replicaServiceTime(readServiceTime())))
+    expect(Math.abs(measured - MEASURED.replicaRowsPerSecond)).toBeLessThan(1)
   })
 })
