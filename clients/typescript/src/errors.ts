@@ -27,7 +27,8 @@ export class ProblemError extends EdgeInferError {
   readonly retryAfterMs: number | undefined
 
   constructor(problem: ProblemBody, requestId: string, retryAfterMs?: number) {
-    super(`${problem.status} ${problem.title}: ${problem.detail}`, problem.request_id ?? requestId)
+    const fields = (problem.errors ?? []).map((e) => `${e.path}: ${e.message}`).join('; ')
+    super(`${problem.status} ${problem.title}: ${problem.detail}${fields ? ` (${fields})` : ''}`, problem.request_id ?? requestId)
     this.type = problem.type
     this.title = problem.title
     this.status = problem.status
