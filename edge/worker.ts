@@ -1,6 +1,7 @@
 import { createApp, type EdgeAppOptions } from './app.ts'
 import { controllerConfigFrom } from './rollout/controller-config.ts'
 import { createController } from './rollout/controller.ts'
+import { shadowCountsOf } from './rollout/shadow-promotion.ts'
 import { createWebhook, type WebhookOptions } from './rollout/webhook.ts'
 import type { Bindings } from './bindings.ts'
 import { randomUuid } from './random-ids.ts'
@@ -51,6 +52,7 @@ export const createWorker = ({ parts, scheduledLog: log = console.log, webhook: 
           source,
           models: () => edge.transport.models(randomUuid()),
           config: controllerConfigFrom(env),
+          shadowCounts: async (model, version) => shadowCountsOf(await edge.requestMetrics.totals(), model, version),
           // Deliveries outlive the tick: the handler returns while they retry.
           ...(webhook ? { notify: (entry) => ctx.waitUntil(webhook(entry)) } : {}),
           log,

@@ -4,7 +4,8 @@ import type { ControllerConfig, QualityMetric } from './controller-config.ts'
 import type { QualityFigures } from '../../shared/quality.ts'
 import type { ArmWindow } from './monitor-source.ts'
 
-export type Action = 'rollback' | 'step' | 'promote' | 'hold' | 'alert'
+/** `start_canary`: a canary started from the shadow version (shadow-promotion.ts); the rest move a running canary. */
+export type Action = 'rollback' | 'step' | 'promote' | 'hold' | 'alert' | 'start_canary'
 
 /** One arm's window as a decision quotes it. */
 export interface ArmNumbers {

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { BUCKETS, stickyBucket } from '../../shared/sticky-hash.ts'
 import type { ModelDescription } from '../backend-client/catalog.ts'
 import { MAX_ARMS, bucketsOf, decodeLayout, ownersOf } from './bucket-layout.ts'
+import { shadowPromotionSchema } from './shadow-promotion.ts'
 
 const variantName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
 
@@ -58,7 +59,8 @@ export const rolloutSchema = z
     layout: z.string().regex(LAYOUT, `one digit per bucket, ${BUCKETS} in all`).optional(),
     /** Versions clients may pin with X-Model-Version; empty means only the arms' versions. */
     pinnable: z.array(z.number().int().positive()).default([]),
-    shadow: z.strictObject({ version: z.number().int().positive(), percent: z.number().min(0).max(100) }).optional(),
+    /** A version that also gets `percent` of requests, for comparison only; `promote` lets the controller start a canary of it. */
+    shadow: z.strictObject({ version: z.number().int().positive(), percent: z.number().min(0).max(100), promote: shadowPromotionSchema.optional() }).optional(),
     canary: canarySchema.optional(),
   })
   .superRefine((r, ctx) => {

@@ -1,4 +1,4 @@
-import { withLayout } from './bucket-layout.ts'
+import { MAX_ARMS, withLayout } from './bucket-layout.ts'
 import { canaryArms, type Rollout } from './rollout.ts'
 import type { Decision, Streaks } from './policy.ts'
 
@@ -37,10 +37,37 @@ const decided = (rollout: Rollout, decision: Decision, streaks: Streaks, now: nu
         ...rest,
         arms: rollout.arms.filter((a) => a !== canary).map((a) => (a === baseline ? { ...a, version: canary.version, weight: pair } : a)),
       }
+    case 'start_canary':
+      throw new Error('a canary starts from a shadow by canaryFromShadow, not from a running canary')
     case 'hold':
     case 'alert': {
       const unchanged = isRepeat(rollout, decision) && streaks.critical_streak === state.critical_streak && streaks.clean_streak === state.clean_streak
       return unchanged ? undefined : { ...rollout, canary: { ...state, ...streaks, last_reason: decision.reason } }
     }
   }
+}
+
+/**
+ * The rollout once its shadow version becomes a canary at `shadow.promote.canary_percent` of all
+ * traffic: a new arm taking that weight (and buckets) from the heaviest arm, which becomes its
+ * baseline; the shadow ends, its version now served. A string says why it cannot start.
+ */
+export const canaryFromShadow = (rollout: Rollout, now: number): Rollout | string => {
+  const { shadow, canary: running, layout: _replaced, ...rest } = rollout
+  if (!shadow?.promote) return 'the rollout has no shadow to promote'
+  if (running) return 'a canary is already running'
+  const percent = shadow.promote.canary_percent
+  const baseline = rollout.arms.reduce((heaviest, arm) => (arm.weight > heaviest.weight ? arm : heaviest))
+  if (baseline.weight <= percent) return `the heaviest arm "${baseline.variant}" holds ${baseline.weight}%, not more than the canary's ${percent}%`
+  if (baseline.version === shadow.version) return `the heaviest arm "${baseline.variant}" already serves v${shadow.version}`
+  if (rollout.arms.length >= MAX_ARMS) return `the rollout already has ${MAX_ARMS} arms`
+  const taken = new Set(rollout.arms.map((a) => a.variant))
+  const variant = ['canary', `canary-v${shadow.version}`].find((name) => !taken.has(name))
+  if (!variant) return 'arms named "canary" and "canary-v<version>" exist already'
+  const next: Rollout = {
+    ...rest,
+    arms: [...rollout.arms.map((a) => (a === baseline ? { ...a, weight: Math.round((a.weight - percent) * 100) / 100 } : a)), { variant, version: shadow.version, weight: percent }],
+    canary: { variant, baseline_variant: baseline.variant, step_started_at: now, critical_streak: 0, clean_streak: 0 },
+  }
+  return withLayout(next, rollout)
 }
