@@ -1,4 +1,5 @@
 import createClient from 'openapi-fetch'
+import { ProblemError, createClient as createEdgeInferClient } from '../../clients/typescript/src/index.ts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { z } from 'zod'
 import { responseSchemas } from '../../edge/openapi.ts'
@@ -12,6 +13,7 @@ import { startStack, type Stack } from '../support/stack.ts'
  * openapi-fetch against the worker bundled as deployed, in workerd, in front of the real backend.
  * Each answer is also parsed with the zod schema its response is documented with, so a field
  * the worker sends that the document lacks (or one it lacks that the document requires) fails.
+ * The client package (clients/typescript/) is held to the same: what its calls answer is the documented body.
  */
 
 const MODEL = 'credit-risk'
@@ -207,5 +209,31 @@ describe('the Open Inference Protocol and probes through the generated client', 
     expect(expectDocumented(responseSchemas.ServerLive, (await anonymous.GET('/v2/health/live')).data).live).toBe(true)
     expect(expectDocumented(responseSchemas.ServerReady, (await anonymous.GET('/v2/health/ready')).data).ready).toBe(true)
     expect(expectDocumented(responseSchemas.Health, (await anonymous.GET('/healthz')).data).ok).toBe(true)
+  })
+})
+
+describe('the client package (clients/typescript/) against the same worker', () => {
+  it('answers each call with the documented body, and a refusal as a ProblemError with the documented problem', async () => {
+    const client = createEdgeInferClient({ baseUrl: worker.url, apiKey: keys.predict })
+    const operator = createEdgeInferClient({ baseUrl: worker.url, apiKey: keys.admin })
+    const prediction = await client.predict(MODEL, { instances: [APPLICANT], entity: { user_id: 'u-1' } }, { experimentKey: 'client-package', timeoutMs: 10_000 })
+    expectDocumented(responseSchemas.PredictResponse, prediction)
+    expectDocumented(responseSchemas.ModelList, await client.models.list())
+    expectDocumented(responseSchemas.ModelDescription, await client.models.describe(MODEL))
+    const infer = await client.predictTensor(MODEL, { id: 'client-1', ...creditRequest(1) } as components['schemas']['InferRequest'], { version: 2 })
+    expect(expectDocumented(responseSchemas.InferResponse, infer)).toMatchObject({ model_name: MODEL, id: 'client-1' })
+
+    const read = await operator.rollout.get(MODEL)
+    expectDocumented(responseSchemas.RolloutState, read.rollout)
+    expect(read.etag).toBe(`"r${read.rollout.revision}"`)
+    const written = await operator.rollout.update(MODEL, (current) => ({ ...current.rollout, salt: 'client-package' }))
+    expect(expectDocumented(responseSchemas.RolloutStored, written.rollout).rollout.salt).toBe('client-package')
+    expect(written.etag).toBe(`"r${read.rollout.revision + 1}"`)
+
+    const refusal = await client.predict(MODEL, { instances: [] }).catch((err: unknown) => err)
+    expect(refusal).toBeInstanceOf(ProblemError)
+    const problem = refusal as ProblemError
+    expect(problem).toMatchObject({ status: 400, title: 'Bad Request', type: expect.stringMatching(/^https:\/\/edge-infer\.dev\/problems\//) })
+    expect(problem.fieldPaths).toContain('instances')
   })
 })
