@@ -16,6 +16,7 @@ import { Pipeline, mount } from './pipeline/pipeline.ts'
 import type { Stage } from './pipeline/stage.ts'
 import type { AuthVariables } from './pipeline/auth/index.ts'
 import type { BodyVariables } from './pipeline/body/index.ts'
+import type { CacheVariables } from './pipeline/cache/index.ts'
 import type { EnrichVariables } from './pipeline/enrich/index.ts'
 import type { ForwardVariables } from './pipeline/forward/index.ts'
 import type { IsolateVariables } from './pipeline/isolate/index.ts'
@@ -45,6 +46,7 @@ export type AppVariables = IsolateVariables<Isolate> &
   ValidateVariables &
   EnrichVariables &
   RouteVariables &
+  CacheVariables &
   ForwardVariables
 export type AppEnv = StageEnv<AppVariables>
 
@@ -89,7 +91,7 @@ type Unmet<R, Guards extends GuardPipelines> = R extends { guard: infer G extend
  * schemas and handler) mounted behind its guard's pipeline. Every request passes the unread-body drop (on its way out) →
  * isolate → request id → trace context → request log → request metrics → CORS → secure headers;
  * each route then adds its stages, and predict runs the whole pipeline of DESIGN's request path:
- * auth → rate limit → body checks → model → normalize → validate → enrich → route → forward →
+ * auth → rate limit → body checks → model → normalize → validate → enrich → route → cache → forward →
  * respond. A route is found and the key checked before a body is read: a POST to a path without
  * one is 404 or 405, not 415, and a caller without a key costs no body read (the drop reads
  * without keeping or parsing).
@@ -106,8 +108,8 @@ export const createApp = ({ parts, isolateFor = isolateCache((env) => createIsol
     .then(cors({
       // The methods the API has; If-Match and ETag so that a page on an allowed origin can PUT a rollout.
       allowMethods: ['GET', 'HEAD', 'POST', 'PUT'],
-      allowHeaders: ['authorization', 'x-api-key', 'content-type', 'if-match', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent'],
-      exposeHeaders: ['etag', 'x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'x-canary-fallback', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+      allowHeaders: ['authorization', 'x-api-key', 'content-type', 'if-match', 'x-model-version', 'x-experiment-key', 'x-request-deadline-ms', 'x-request-id', 'traceparent', 'cache-control'],
+      exposeHeaders: ['etag', 'x-request-id', 'x-trace-id', 'x-model-version', 'x-variant', 'x-input-normalized', 'x-features-degraded', 'x-served-by', 'x-canary-fallback', 'x-cache', 'server-timing', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
       maxAge: 600,
     }))
     .then(apiSecureHeaders())

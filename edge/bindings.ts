@@ -48,6 +48,8 @@ export const servingBindings = z.object({
     .transform((raw): ReadonlySet<string> | 'all' => (raw?.trim() === '*' ? 'all' : new Set(items(raw))))
     .describe('Models whose served predictions are kept for feedback, comma-separated, or `*` for every model; unset keeps none.'),
   FEEDBACK_TTL_SECONDS: positive(30 * 24 * 3_600, 'Seconds a served prediction waits for its label (30 days).', { whole: true }),
+  PREDICTION_CACHE_MAX_ENTRIES: positive(10_000, 'Most rows one isolate keeps in the edge prediction cache (least recently used dropped first); only models whose rollout has a `cache` block use it.', { whole: true }),
+  PREDICTION_CACHE_MAX_ENTRY_BYTES: positive(4_096, 'Largest cached answer of one row, in bytes; a larger one is served but not cached.', { whole: true }),
   OTEL_EXPORTER_OTLP_ENDPOINT: text("OpenTelemetry collector's base URL (OTLP/HTTP; `/v1/traces` is appended); unset with the next one unset, nothing is traced."),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: text("The collector's traces URL, used as is."),
   OTEL_EXPORTER_OTLP_TIMEOUT: positive(10_000, 'Milliseconds a span export may take before it is abandoned (the spec’s default).'),
@@ -159,6 +161,8 @@ export interface EdgeSettings {
   feedbackTtlSeconds: number
   /** Longest wait of a `/metrics` scrape for what the backend must say (weights, quality). */
   metricsScrapeMs: number
+  /** The edge prediction cache's bounds per isolate: rows, and bytes of one row's answer. */
+  predictionCache: { maxEntries: number; maxEntryBytes: number }
 }
 
 /** Each setting from its binding, or its default when the binding is unset or unusable. */
@@ -173,5 +177,6 @@ export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => {
     feedbackModels: parsed.FEEDBACK_MODELS,
     feedbackTtlSeconds: parsed.FEEDBACK_TTL_SECONDS,
     metricsScrapeMs: parsed.METRICS_SCRAPE_TIMEOUT_MS,
+    predictionCache: { maxEntries: parsed.PREDICTION_CACHE_MAX_ENTRIES, maxEntryBytes: parsed.PREDICTION_CACHE_MAX_ENTRY_BYTES },
   }
 }

@@ -1,5 +1,5 @@
 import { labelValue } from './text.ts'
-import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, FEEDBACK, REQUESTS, SUM_US, type Tally, field, fieldParts } from '../stores/tallies/tally.ts'
+import { BUCKET, DECISIONS, DURATION_BUCKETS, FALLBACKS, FEEDBACK, PREDICTION_CACHE, type PredictionCacheOutcome, REQUESTS, SUM_US, type Tally, field, fieldParts } from '../stores/tallies/tally.ts'
 
 /** One arm's share of a model's traffic, as the rollout store holds it at scrape time. */
 export interface ArmWeight {
@@ -15,6 +15,16 @@ export const WEIGHT_METRIC = 'edge_infer_rollout_weight_percent'
 export const DECISIONS_METRIC = 'edge_infer_rollout_decisions_total'
 export const FALLBACKS_METRIC = 'edge_infer_edge_canary_fallbacks_total'
 export const FEEDBACK_METRIC = 'edge_infer_feedback_items_total'
+export const CACHE_METRICS: Record<PredictionCacheOutcome, string> = {
+  hits: 'edge_infer_edge_cache_hits_total',
+  misses: 'edge_infer_edge_cache_misses_total',
+  evictions: 'edge_infer_edge_cache_evictions_total',
+}
+const CACHE_HELP: Record<PredictionCacheOutcome, string> = {
+  hits: 'Rows the edge prediction cache answered without a backend call, by model and served version.',
+  misses: 'Rows of cache-enabled models sent to the backend (not cached, expired, or part of a batch not wholly cached), by model and looked-up version.',
+  evictions: 'Rows dropped from the edge prediction cache to keep an isolate within its entry bound, by model and version.',
+}
 
 const labels = (pairs: ReadonlyArray<readonly [string, string]>): string => `{${pairs.map(([k, v]) => `${k}="${labelValue(v)}"`).join(',')}}`
 
@@ -72,6 +82,16 @@ const counterSamples = (tally: Tally, kind: string, metric: string, names: reado
   return samples.sort()
 }
 
+/** The prediction cache's rows of one outcome, per model and version. */
+const cacheFamily = (tally: Tally, outcome: PredictionCacheOutcome): string[] => {
+  const samples: string[] = []
+  for (const [name, count] of tally) {
+    const v = valuesOf(name, PREDICTION_CACHE, 3)
+    if (v && v[2] === outcome) samples.push(`${CACHE_METRICS[outcome]}${labels([['model', v[0]], ['version', v[1]]])} ${count}`)
+  }
+  return family(CACHE_METRICS[outcome], 'counter', CACHE_HELP[outcome], samples.sort())
+}
+
 /** The models the counts name (for rollout weights when the backend cannot list its models). */
 export const countedModels = (tally: Tally): string[] => {
   const models = new Set<string>()
@@ -91,5 +111,8 @@ export const requestMetricsExposition = (tally: Tally, weights: readonly ArmWeig
     ...family(FALLBACKS_METRIC, 'counter', 'Canary calls that failed (error, timeout or non-finite output) and were retried on the stable arm, by model, canary version and reason.', counterSamples(tally, FALLBACKS, FALLBACKS_METRIC, ['model', 'version', 'reason'])),
     ...family(FEEDBACK_METRIC, 'counter', 'Feedback items (ground-truth labels) by the model of the prediction they label ("none" when no served record was found) and result: accepted, duplicate, unknown_or_expired, invalid_label, invalid_index.', counterSamples(tally, FEEDBACK, FEEDBACK_METRIC, ['model', 'result'])),
     ...family(DECISIONS_METRIC, 'counter', 'Rollout decisions and changes recorded in the rollout history, by model and action.', counterSamples(tally, DECISIONS, DECISIONS_METRIC, ['model', 'action'])),
+    ...cacheFamily(tally, 'hits'),
+    ...cacheFamily(tally, 'misses'),
+    ...cacheFamily(tally, 'evictions'),
     '',
   ].join('\n')

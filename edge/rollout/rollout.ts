@@ -33,6 +33,14 @@ const canarySchema = z.strictObject({
 
 export type Canary = z.infer<typeof canarySchema>
 
+/** Longest time an edge-cached answer is served; a rollout change takes effect sooner (the key holds the served version). */
+export const MAX_CACHE_TTL_SECONDS = 3_600
+
+const predictionCacheSchema = z.strictObject({
+  /** How long a row's answer is served from the edge cache, at most `MAX_CACHE_TTL_SECONDS`. */
+  ttl_seconds: z.number().int().min(1).max(MAX_CACHE_TTL_SECONDS),
+})
+
 const LAYOUT = new RegExp(`^[0-${MAX_ARMS - 1}]{${BUCKETS}}$`)
 
 /**
@@ -62,6 +70,8 @@ export const rolloutSchema = z
     /** A version that also gets `percent` of requests, for comparison only; `promote` lets the controller start a canary of it. */
     shadow: z.strictObject({ version: z.number().int().positive(), percent: z.number().min(0).max(100), promote: shadowPromotionSchema.optional() }).optional(),
     canary: canarySchema.optional(),
+    /** Opt-in edge prediction cache for this model's answers (docs/prediction-cache.md); absent: off. */
+    cache: predictionCacheSchema.optional(),
   })
   .superRefine((r, ctx) => {
     const total = r.arms.reduce((n, a) => n + a.weight, 0)

@@ -7,6 +7,7 @@ import type { AuthVariables } from '../pipeline/auth/index.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
 import { enrich } from '../pipeline/enrich/index.ts'
 import { forward, type ForwardOptions } from '../pipeline/forward/index.ts'
+import { predictionCache } from '../pipeline/cache/index.ts'
 import { predictModel } from '../pipeline/model/index.ts'
 import { normalize } from '../pipeline/normalize/index.ts'
 import type { Pipeline } from '../pipeline/pipeline.ts'
@@ -38,7 +39,7 @@ type Guarded = RequestIdVariables & TraceVariables & AuthVariables & BodyVariabl
   }
 }
 
-/** DESIGN's request path after the body checks: model → normalize → validate → enrich → route → forward → respond. */
+/** DESIGN's request path after the body checks: model → normalize → validate → enrich → route → cache → forward → respond. */
 const predictions = (options: ForwardOptions) => (guarded: Pipeline<Guarded>) =>
   guarded
     .then(predictModel(), 'model')
@@ -46,6 +47,7 @@ const predictions = (options: ForwardOptions) => (guarded: Pipeline<Guarded>) =>
     .then(validate(), 'validate')
     .then(enrich(), 'enrich')
     .then(routeStage(), 'route')
+    .then(predictionCache(), 'cache')
     .then(forward(options), 'forward')
     .answer(guarded, respond())
 
@@ -64,7 +66,7 @@ export const predictRoutes = (options: ForwardOptions = {}) => [
       200: {
         description: 'one prediction per instance',
         schema: predictResponse,
-        headers: ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', 'ServerTiming', 'XInputNormalized', 'XFeaturesDegraded', ...RATE_LIMIT],
+        headers: ['XModelVersion', 'XVariant', 'XServedBy', 'XCanaryFallback', 'XCache', 'ServerTiming', 'XInputNormalized', 'XFeaturesDegraded', ...RATE_LIMIT],
       },
     },
     problems: [422, ...TIER_PROBLEMS],

@@ -50,7 +50,7 @@ describe('GET /openapi.json', () => {
     const schemas = components.schemas as Record<string, { properties?: Record<string, unknown>; required?: string[]; additionalProperties?: unknown }>
     expect(schemas.PredictRequest.required).toEqual(['instances'])
     // The PUT's schema is the route's rolloutSchema: strict, defaults optional on the way in, present on the way out.
-    expect(Object.keys(schemas.RolloutInput.properties ?? {})).toEqual(['salt', 'arms', 'layout', 'pinnable', 'shadow', 'canary'])
+    expect(Object.keys(schemas.RolloutInput.properties ?? {})).toEqual(['salt', 'arms', 'layout', 'pinnable', 'shadow', 'canary', 'cache'])
     expect(schemas.RolloutInput.required).toEqual(['salt', 'arms'])
     expect(schemas.RolloutInput.additionalProperties).toBe(false)
     expect(schemas.Rollout.required).toEqual(['salt', 'arms', 'pinnable'])

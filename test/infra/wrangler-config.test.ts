@@ -55,6 +55,8 @@ const BINDING_SOURCES = {
   // Served predictions are kept for feedback only for the models named.
   FEEDBACK_MODELS: 'optional var',
   FEEDBACK_TTL_SECONDS: 'override of a default in code',
+  PREDICTION_CACHE_MAX_ENTRIES: 'override of a default in code',
+  PREDICTION_CACHE_MAX_ENTRY_BYTES: 'override of a default in code',
   // Tracing is off until a collector is named (a var per environment, or `--var` at deploy).
   OTEL_EXPORTER_OTLP_ENDPOINT: 'optional var',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'optional var',

@@ -7,10 +7,10 @@ import type { RequestIdVariables } from '../request-id/index.ts'
 import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
 import type { TraceVariables } from '../trace/index.ts'
-import type { ValidateVariables } from '../validate/index.ts'
+import type { PredictInput, ValidateVariables } from '../validate/index.ts'
 import type { CanaryFallbackOptions } from './canary-fallback.ts'
 import { requestDeadline } from './deadline.ts'
-import { dedupeInstances } from './dedupe.ts'
+import { type Deduped, dedupeInstances } from './dedupe.ts'
 import { routedCall } from './routed-call.ts'
 import type { Transport } from '../../backend-client/transport.ts'
 import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
@@ -20,7 +20,8 @@ import type { RequestMetrics } from '../../stores/tallies/tally.ts'
 export interface Inference {
   /** The tensor request as sent: one row per distinct instance. */
   request: InferRequest
-  response: InferResponse
+  /** Absent when the edge prediction cache answered every row. */
+  response?: InferResponse
   /** One per row sent, decoded from `response` (finite and well-shaped, or the call failed). */
   predictions: Prediction[]
   /** For each instance of the request, the row of its answer. */
@@ -37,10 +38,16 @@ export interface ForwardVariables {
   inference: Inference
 }
 
+/** Every distinct row of a request answered by the edge prediction cache (edge/pipeline/cache): no call is made. */
+export interface CachedAnswer {
+  response?: undefined
+  predictions: Prediction[]
+}
+
 export type ForwardNeeds = RequestIdVariables &
   TraceVariables &
   ValidateVariables &
-  RouteVariables & { model: PredictableModel; isolate: { transport: Transport; requestMetrics: RequestMetrics; groundTruth: GroundTruthStore } }
+  RouteVariables & { model: PredictableModel; isolate: { transport: Transport; requestMetrics: RequestMetrics; groundTruth: GroundTruthStore }; cached?: CachedAnswer }
 
 export interface ForwardOptions {
   /** How a canary's failed call falls back to stable. */
@@ -55,6 +62,19 @@ const widthOf = (spec: FeatureSpec): number => {
   return width
 }
 
+/** The distinct instances of a request encoded as the model's tensor rows, `width` values each, one after another. */
+export const encodeBatch = (model: PredictableModel, instances: PredictInput['instances']): Deduped<PredictInput['instances'][number]> & { width: number; data: number[] } => {
+  const { unique, indexOf } = dedupeInstances(instances)
+  const width = widthOf(model.spec)
+  const row = new Float32Array(width)
+  const data = new Array<number>(unique.length * width)
+  for (let u = 0; u < unique.length; u++) {
+    encodeInstance(model.spec, unique[u], row)
+    for (let k = 0; k < width; k++) data[u * width + k] = row[k]
+  }
+  return { unique, indexOf, width, data }
+}
+
 /**
  * Packs the distinct instances into one tensor and sends it as one batch to the version the
  * request was routed to, through the isolate's transport (HTTP backend, circuit breaker, Lambda
@@ -65,14 +85,7 @@ const widthOf = (spec: FeatureSpec): number => {
 export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
   async function forward(c, next) {
     const model = c.get('model')
-    const { unique, indexOf } = dedupeInstances(c.get('predict').instances)
-    const width = widthOf(model.spec)
-    const row = new Float32Array(width)
-    const data = new Array<number>(unique.length * width)
-    for (let u = 0; u < unique.length; u++) {
-      encodeInstance(model.spec, unique[u], row)
-      for (let k = 0; k < width; k++) data[u * width + k] = row[k]
-    }
+    const { unique, indexOf, width, data } = encodeBatch(model, c.get('predict').instances)
     const requestId = c.get('requestId')
     const request: InferRequest = {
       id: requestId,
@@ -82,7 +95,8 @@ export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardN
     const deadline = requestDeadline(c)
     const forwarded = Date.now()
     const { transport } = c.get('isolate')
-    const { response, predictions } = await routedCall(c, deadline, async (version, deadlineAt, traceparent) => {
+    // The request still carries every row: a shadow compares them all, a cached answer's too.
+    const { response, predictions } = c.get('cached') ?? await routedCall(c, deadline, async (version, deadlineAt, traceparent) => {
       const answer = await transport.infer({ model: model.name, version, request, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
         // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
         if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
@@ -90,6 +104,6 @@ export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardN
       })
       return { response: answer, predictions: predictionsOf(answer, model, unique.length) }
     }, canaryFallback)
-    c.set('inference', { request, response, predictions, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: Date.now() - forwarded })
+    c.set('inference', { request, response, predictions, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: c.get('cached') ? 0 : Date.now() - forwarded })
     await next()
   }

@@ -62,7 +62,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & AuthVaria
       predictions: indexOf.map((i) => rows[i]),
     })
     // On the built response: more than one header through c.json() costs a Headers copy.
-    res.headers.set(SERVED_BY_HEADER, servedBy(response))
+    res.headers.set(SERVED_BY_HEADER, response ? servedBy(response) : 'edge')
     res.headers.set(HEADERS.serverTiming, `edge;dur=${Date.now() - receivedAt - backendMs}, backend;dur=${backendMs}`)
     return res
   }

@@ -1,0 +1,125 @@
+import { inBackground } from '../../background.ts'
+import type { PredictableModel } from '../../backend-client/catalog.ts'
+import type { EdgeSettings } from '../../bindings.ts'
+import { MemoryPredictionCache } from '../../stores/prediction-cache/memory.ts'
+import { type CachedRow, type PredictionCacheStore, rowKey } from '../../stores/prediction-cache/prediction-cache-store.ts'
+import { WorkersPredictionCache } from '../../stores/prediction-cache/workers-cache.ts'
+import type { RolloutStore } from '../../stores/rollouts/rollout-store.ts'
+import type { RequestMetrics } from '../../stores/tallies/tally.ts'
+import { type CachedAnswer, type ForwardVariables, encodeBatch } from '../forward/index.ts'
+import type { RequestIdVariables } from '../request-id/index.ts'
+import { type Prediction, toPrediction } from '../respond/predictions.ts'
+import type { RouteVariables } from '../route/index.ts'
+import type { Stage } from '../stage.ts'
+import type { ValidateVariables } from '../validate/index.ts'
+import { type IndexedRow, LruIndex } from './lru-index.ts'
+
+/** `HIT` when every row of the answer came from the edge cache, else `MISS`; absent for a model without a cache. */
+export const CACHE_HEADER = 'x-cache'
+
+type CacheParts = { rollouts: RolloutStore; requestMetrics: RequestMetrics; settings: EdgeSettings }
+type CacheNeeds = RequestIdVariables & ValidateVariables & RouteVariables & { model: PredictableModel; isolate: CacheParts } & Partial<ForwardVariables>
+
+export interface CacheVariables {
+  /** Set when every distinct row of the request was answered from the cache: forward then makes no call. */
+  cached?: CachedAnswer
+}
+
+/** The cache store and the bounded index of what this isolate wrote, one pair per isolate (its parts object). */
+interface IsolateCache {
+  store: Promise<PredictionCacheStore>
+  index: LruIndex
+}
+const perIsolate = new WeakMap<CacheParts, IsolateCache>()
+
+const cacheOf = (isolate: CacheParts): IsolateCache => {
+  let cache = perIsolate.get(isolate)
+  if (cache === undefined) {
+    const store = WorkersPredictionCache.open().then((workers) => workers ?? new MemoryPredictionCache())
+    cache = { store, index: new LruIndex(isolate.settings.predictionCache.maxEntries) }
+    perIsolate.set(isolate, cache)
+  }
+  return cache
+}
+
+/** A request that asks for a fresh answer (RFC 9111 `no-cache`, or `no-store`) neither reads nor writes the cache. */
+const bypasses = (cacheControl: string | undefined): boolean =>
+  cacheControl !== undefined && cacheControl.split(',').some((d) => /^\s*no-(cache|store)\s*$/i.test(d.split('=')[0] ?? ''))
+
+/** A cached row as the model's postprocess labels it now; undefined when it no longer fits (labels changed). */
+const revived = (row: CachedRow, model: PredictableModel): Prediction | undefined => {
+  const probabilities = model.postprocess.labels.map((label) => row.scores[label])
+  if (probabilities.some((p) => p === undefined)) return undefined
+  try {
+    return toPrediction(probabilities as number[], model.postprocess)
+  } catch {
+    return undefined
+  }
+}
+
+const logFailure = (msg: string, model: string) => (err: unknown): undefined => {
+  console.log(JSON.stringify({ level: 'warn', msg, model, error: err instanceof Error ? err.message : String(err) }))
+  return undefined
+}
+
+/**
+ * The edge prediction cache (docs/prediction-cache.md), for models whose rollout has a `cache`
+ * block. Runs after routing: each distinct row is looked up under the version the request was
+ * routed to (pin, arm or canary) and the SHA-256 of its encoded tensor row. When every row is
+ * found, forward makes no call and the answer is the cache's (`X-Cache: HIT`, served by the
+ * edge); otherwise the whole batch is forwarded (`X-Cache: MISS`), so one answer always comes
+ * from one version, and each row of a 200 answer is written under the version that answered it
+ * (stable's, after a canary fallback). Errors are never written; a request with
+ * `Cache-Control: no-cache` or `no-store` neither reads nor writes. Shadow copies, served records
+ * and request metrics see a cached answer as any other.
+ */
+export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
+  async function predictionCache(c, next) {
+    const model = c.get('model')
+    const isolate = c.get('isolate')
+    // The route stage read the same rollout a moment ago: this read is the isolate's cached copy.
+    const ttlSeconds = (await isolate.rollouts.get(model.name).catch(() => undefined))?.rollout.cache?.ttl_seconds
+    if (ttlSeconds === undefined) return next()
+    if (bypasses(c.req.header('cache-control'))) {
+      await next()
+      c.res.headers.set(CACHE_HEADER, 'MISS')
+      return
+    }
+    const { store: opening, index } = cacheOf(isolate)
+    const store = await opening
+    const looked = c.get('assignment').version
+    const { unique, width, data } = encodeBatch(model, c.get('predict').instances)
+    const rows = unique.map((_, u) => Float32Array.from(data.slice(u * width, (u + 1) * width)))
+    const hashed = await Promise.all(rows.map((row) => rowKey(model.name, looked, row)))
+    const now = Date.now()
+    const found = await Promise.all(hashed.map((key) => store.get(key).catch(logFailure('prediction cache read failed; a miss', model.name))))
+    const answers = found.map((row) => (row !== undefined && now - row.at < ttlSeconds * 1_000 ? revived(row, model) : undefined))
+    const hits = answers.every((a): a is Prediction => a !== undefined) ? answers : undefined
+    const hit = hits !== undefined
+    const { requestMetrics } = isolate
+    requestMetrics.predictionCache(model.name, String(looked), hit ? 'hits' : 'misses', unique.length)
+    if (hits) {
+      for (const key of hashed) index.touch(key)
+      c.set('cached', { predictions: hits })
+    }
+    await next()
+    c.res.headers.set(CACHE_HEADER, hit ? 'HIT' : 'MISS')
+    if (hit) return
+    const inference = c.get('inference')
+    if (c.res.status !== 200 || inference === undefined) return
+    // After a canary fallback or a reroute the answer is another version's: keyed by that one.
+    const served = c.get('assignment').version
+    const { maxEntryBytes } = isolate.settings.predictionCache
+    inBackground(c, (async () => {
+      const keys = served === looked ? hashed : await Promise.all(rows.map((row) => rowKey(model.name, served, row)))
+      const entries = keys
+        .map((key, u): [string, CachedRow] => [key, { scores: inference.predictions[u].scores, at: now }])
+        .filter(([, entry]) => JSON.stringify(entry).length <= maxEntryBytes)
+      // The index first, synchronously: what it drops is deleted after the puts, so a put never lands after its own key's delete.
+      const evicted = new Map<string, IndexedRow>()
+      for (const [key] of entries) for (const [gone, named] of index.add(key, { model: model.name, version: served })) evicted.set(gone, named)
+      for (const named of evicted.values()) requestMetrics.predictionCache(named.model, String(named.version), 'evictions', 1)
+      await Promise.all(entries.filter(([key]) => !evicted.has(key)).map(([key, entry]) => store.put(key, entry, ttlSeconds)))
+      await Promise.all([...evicted.keys()].map((gone) => store.delete(gone)))
+    })().catch((err: unknown) => void logFailure('prediction cache write failed', model.name)(err)))
+  }
