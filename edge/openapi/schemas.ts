@@ -7,6 +7,7 @@ import { feedbackRequest, feedbackResponse } from '../routes/feedback.ts'
 import { modelQualityResponse } from '../quality/model-quality.ts'
 import { feature } from '../../shared/feature-spec.ts'
 import { rolloutSchema } from '../rollout/rollout.ts'
+import { shadowPairSchema } from '../stores/tallies/shadow.ts'
 
 /**
  * The zod schemas the OpenAPI document is generated from: the routes' own where they validate
@@ -170,6 +171,7 @@ export const driftReport = controllerDriftReport
       .extend({ realized_quality: qualityFigures.nullable().optional().describe('from the feedback labels that arrived in the same minutes, every isolate\'s (GET /v1/models/{m}/quality has the label counts and delays); null when none can be computed') })
       .loose(),
     health: controllerDriftReport.shape.health.loose(),
+    shadow_comparison: z.array(shadowPairSchema).nullable().optional().describe('the edge\'s comparison of this version as a shadow with each version clients were served, from every isolate\'s counts since they began (the edge_infer_shadow_* metrics); empty when it never was a shadow, null when the counts cannot be read'),
   })
   .loose()
 

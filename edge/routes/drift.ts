@@ -9,12 +9,24 @@ import { quoteInput } from '../../shared/quote-input.ts'
 import type { BackendMonitor } from '../rollout/backend-monitor.ts'
 import { realizedQuality } from '../rollout/edge-counted-source.ts'
 import type { GroundTruthStore } from '../stores/ground-truth/ground-truth-store.ts'
+import { type ShadowPair, shadowPairs } from '../stores/tallies/shadow.ts'
+import type { RequestMetrics } from '../stores/tallies/tally.ts'
 import { answer, route } from './route.ts'
 
 interface DriftParts {
   catalog: Pick<ModelCatalog, 'describe'>
   groundTruth: Pick<GroundTruthStore, 'window'>
   drift?: Pick<BackendMonitor, 'report'>
+  requestMetrics: Pick<RequestMetrics, 'totals'>
+}
+
+/** The comparisons of `version` as a shadow of `model`; null when the counts cannot be read (the report still goes out). */
+const asShadow = async (isolate: DriftParts, model: string, version: number): Promise<ShadowPair[] | null> => {
+  try {
+    return shadowPairs(await isolate.requestMetrics.totals()).filter((p) => p.model === model && p.shadow_version === version)
+  } catch {
+    return null
+  }
 }
 
 /** The part of the backend's report that says which minutes it covers. */
@@ -39,7 +51,8 @@ const realizedOver = async (isolate: DriftParts, model: string, version: number,
 /**
  * `GET /v1/models/{m}/versions/{v}/drift[?window=15m]`: the backend's drift report of a version,
  * with the realized quality of the same minutes beside the backend's label-free estimate
- * (`prediction.realized_quality`, `prediction.estimated_quality`).
+ * (`prediction.realized_quality`, `prediction.estimated_quality`), and the edge's comparison of
+ * the version as a shadow with what clients were served (`shadow_comparison`).
  */
 const getDriftReport = (): Responder<{ isolate: DriftParts; requestId: string }> =>
   async function getDriftReport(c) {
@@ -49,11 +62,12 @@ const getDriftReport = (): Responder<{ isolate: DriftParts; requestId: string }>
     const source = isolate.drift
     if (!source) throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier monitor configured', { slug: 'monitor-unavailable' })
     const report = await source.report(model, Number(version), c.req.query('window') ?? '15m', c.get('requestId'))
+    const shadow_comparison = await asShadow(isolate, model, Number(version))
     const span = reportSpan.safeParse(report)
-    if (!span.success) return c.json(report)
+    if (!span.success) return c.json({ ...(report as object), shadow_comparison })
     const { from_minute, to_minute } = span.data.window
     const realized = await realizedOver(isolate, model, Number(version), from_minute, to_minute, c.get('requestId'))
-    return c.json({ ...(report as object), prediction: { ...span.data.prediction, realized_quality: realized } })
+    return c.json({ ...(report as object), prediction: { ...span.data.prediction, realized_quality: realized }, shadow_comparison })
   }
 
 export const driftRoutes = () => [
@@ -63,7 +77,7 @@ export const driftRoutes = () => [
     guard: 'admin',
     operationId: 'getDriftReport',
     summary: 'The backend\'s drift report of a version',
-    description: 'Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend\'s label-free estimate.',
+    description: 'Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend\'s label-free estimate, and the edge\'s comparison of the version as a shadow with what clients were served.',
     tag: 'rollout',
     parameters: ['Model', 'Version', 'DriftWindow'],
     answers: { 200: { description: 'the drift report', schema: driftReport, headers: RATE_LIMIT } },

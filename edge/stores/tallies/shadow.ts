@@ -1,24 +1,21 @@
+import { z } from 'zod'
 import { REQUESTS, SHADOW_AGREEING, SHADOW_DIFF_BUCKET, SHADOW_DIFF_BUCKETS, SHADOW_DIFF_SUM, SHADOW_ROWS, type Tally, field, fieldParts } from './tally.ts'
 
 /** A shadow version's comparison with one served version, summed over every isolate's counts. */
-export interface ShadowPair {
-  model: string
-  /** The version the client was served. */
-  version: number
-  shadow_version: number
-  rows: number
-  agreeing: number
-  /** agreeing / rows; null before any row was compared. */
-  agreement: number | null
-  /** Σ|Δp| over the rows compared. */
-  abs_diff_sum: number
-  /** Mean |Δp|; null before any row was compared. */
-  mean_abs_diff: number | null
-  /** p99 |Δp| from the fixed buckets, interpolated within its bucket as PromQL's histogram_quantile does. */
-  p99_abs_diff: number | null
-  /** Rows per |Δp| bucket: `le` its upper bound, the last one "+Inf"; not cumulative. */
-  buckets: Array<{ le: number | '+Inf'; rows: number }>
-}
+export const shadowPairSchema = z.object({
+  model: z.string(),
+  version: z.number().int().describe('the version the client was served'),
+  shadow_version: z.number().int(),
+  rows: z.number().int().nonnegative().describe('rows the shadow answered and the edge compared'),
+  agreeing: z.number().int().nonnegative().describe('compared rows whose label agrees with the served one'),
+  agreement: z.number().nullable().describe('agreeing / rows; null before any row was compared'),
+  abs_diff_sum: z.number().nonnegative().describe('Σ|Δp| over the rows compared'),
+  mean_abs_diff: z.number().nullable().describe('mean |Δp|; null before any row was compared'),
+  p99_abs_diff: z.number().nullable().describe('p99 |Δp| from the fixed buckets, interpolated within its bucket as PromQL\'s histogram_quantile does'),
+  buckets: z.array(z.object({ le: z.union([z.number(), z.literal('+Inf')]), rows: z.number().int().nonnegative() })).describe('rows per |Δp| bucket, not cumulative: `le` its upper bound'),
+})
+
+export type ShadowPair = z.infer<typeof shadowPairSchema>
 
 /** The q-quantile of per-bucket counts, linearly within the bucket it falls in (the +Inf bucket answers its lower bound). */
 export const bucketQuantile = (q: number, bounds: readonly number[], counts: readonly number[]): number | null => {
