@@ -119,10 +119,16 @@ export const transport = ({ baseUrl, apiKey, headers: clientHeaders = {}, retry 
     const deadlineAt = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
     // One signal for the whole call: the caller's abort, or the deadline.
     const control = new AbortController()
-    const onCallerAbort = () => control.abort(new AbortedError('the call was aborted', requestId, { cause: callerSignal?.reason }))
+    // Kept here, not read back from signal.reason: React Native's AbortController drops the reason.
+    let stop: EdgeInferError | undefined
+    const halt = (reason: EdgeInferError) => {
+      stop ??= reason
+      control.abort(reason)
+    }
+    const onCallerAbort = () => halt(new AbortedError('the call was aborted', requestId, { cause: callerSignal?.reason }))
     callerSignal?.addEventListener('abort', onCallerAbort)
     if (callerSignal?.aborted) onCallerAbort()
-    const timer = deadlineAt === Infinity ? undefined : setTimeout(() => control.abort(new DeadlineExceededError(`no answer within ${timeoutMs} ms`, requestId)), Math.max(0, deadlineAt - Date.now()))
+    const timer = deadlineAt === Infinity ? undefined : setTimeout(() => halt(new DeadlineExceededError(`no answer within ${timeoutMs} ms`, requestId)), Math.max(0, deadlineAt - Date.now()))
 
     const query = new URLSearchParams(Object.entries(req.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined)).toString()
     const url = `${base}${req.path}${query ? `?${query}` : ''}`
@@ -130,10 +136,9 @@ export const transport = ({ baseUrl, apiKey, headers: clientHeaders = {}, retry 
     const fixed: Record<string, string> = { ...clientHeaders, ...(apiKey ? { 'x-api-key': apiKey } : {}), ...(body ? { 'content-type': 'application/json' } : {}), 'x-request-id': requestId }
     for (const [name, value] of Object.entries({ ...req.headers, ...callHeaders })) if (value !== undefined) fixed[name] = value
 
-    const stopped = (): EdgeInferError | undefined => (control.signal.aborted ? (control.signal.reason as EdgeInferError) : undefined)
     try {
       for (let attempt = 1; ; attempt++) {
-        if (stopped()) throw stopped()
+        if (stop) throw stop
         const left = deadlineAt - Date.now()
         const headers = new Headers(fixed)
         if (left !== Infinity) headers.set('x-request-deadline-ms', String(Math.min(MAX_DEADLINE_HEADER_MS, Math.max(1, Math.ceil(left)))))
@@ -143,7 +148,7 @@ export const transport = ({ baseUrl, apiKey, headers: clientHeaders = {}, retry 
           if (res.ok) return { body: (await res.json()) as T, status: res.status, headers: res.headers }
           failure = new ProblemError(await problemOf(res), requestId, retryAfterMs(res.headers.get('retry-after')))
         } catch (err) {
-          if (stopped()) throw stopped()
+          if (stop) throw stop
           failure = new NetworkError(`no answer from ${url}: ${err instanceof Error ? err.message : String(err)}`, requestId, { cause: err })
           if (req.retry === 'unprocessed' && !connectionRefused(err)) throw failure
         }
@@ -159,11 +164,9 @@ export const transport = ({ baseUrl, apiKey, headers: clientHeaders = {}, retry 
         if (Date.now() + wait >= deadlineAt) {
           throw new DeadlineExceededError(`the next attempt (in ${Math.round(wait)} ms) would start past the deadline (${timeoutMs} ms)`, requestId, { cause: failure })
         }
-        try {
-          await sleep(wait, control.signal)
-        } catch {
-          throw stopped()
-        }
+        await sleep(wait, control.signal).catch(() => {
+          throw stop
+        })
       }
     } finally {
       clearTimeout(timer)
