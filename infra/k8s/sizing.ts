@@ -47,12 +47,16 @@ export const memoryMi = (gpu: boolean): number =>
  */
 export const TARGET_ROWS_PER_REPLICA = Math.floor(MEASURED.kneeDepthRows)
 
+/** The HPA controller does not act while a metric is within this share above its target. */
+export const HPA_TOLERANCE = 0.1
+
 /**
  * Share of a replica's capacity (MEASURED.replicaRowsPerSecond) it is asked to carry on average:
- * the rest absorbs a sudden spike (+50–100 %) for the minute or so until new pods are ready.
+ * a spike can double the rate within a second, and until new pods are ready (a minute or more) the
+ * running ones must carry it, at up to the HPA's tolerance above the target: share × (1 + 0.1) × 2 ≤ 1.
  * (The name predates the capacity figure; it is kept because other code imports it.)
  */
-export const TARGET_SHARE_OF_KNEE = 0.55
+export const TARGET_SHARE_OF_KNEE = 0.45
 
 /**
  * Per-replica target of the arrival rate (the leading trigger): queue depth only rises once a replica
