@@ -130,7 +130,8 @@ export const transport = ({ baseUrl, apiKey, headers: clientHeaders = {}, retry 
     if (callerSignal?.aborted) onCallerAbort()
     const timer = deadlineAt === Infinity ? undefined : setTimeout(() => halt(new DeadlineExceededError(`no answer within ${timeoutMs} ms`, requestId)), Math.max(0, deadlineAt - Date.now()))
 
-    const query = new URLSearchParams(Object.entries(req.query ?? {}).filter((e): e is [string, string] => e[1] !== undefined)).toString()
+    // By hand: React Native's URLSearchParams does not take a list of pairs.
+    const query = Object.entries(req.query ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [`${encodeURIComponent(k)}=${encodeURIComponent(v)}`])).join('&')
     const url = `${base}${req.path}${query ? `?${query}` : ''}`
     const body = req.body === undefined ? undefined : JSON.stringify(req.body)
     const fixed: Record<string, string> = { ...clientHeaders, ...(apiKey ? { 'x-api-key': apiKey } : {}), ...(body ? { 'content-type': 'application/json' } : {}), 'x-request-id': requestId }
