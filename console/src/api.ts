@@ -2,10 +2,11 @@ import type { z } from 'zod'
 import type { DriftReport } from '../../backend/monitor/drift/report.ts'
 import type { BackendStats } from '../../edge/console/backend-stats-shape.ts'
 import type { historyEntry, modelDescription, rolloutState } from '../../edge/openapi/schemas.ts'
+import type { ShadowPair } from '../../edge/stores/tallies/shadow.ts'
 import type { RolloutPut } from './plan.ts'
 
 // The shapes the edge documents in its OpenAPI schemas (the drift report is the backend's, passed through).
-export type { BackendStats, DriftReport }
+export type { BackendStats, DriftReport, ShadowPair }
 export type HistoryEntry = z.infer<typeof historyEntry>
 export type ModelDescription = z.infer<typeof modelDescription>
 /** `GET /v1/models/{m}/rollout`, with the ETag a PUT must send back. */
@@ -60,6 +61,8 @@ export const createApi = (key: string) => {
     },
     history: async (name: string, limit = 100) => (await json<{ entries: HistoryEntry[] }>(`${model(name)}/rollout/history?limit=${limit}`)).entries,
     drift: (name: string, version: number, window: string) => json<DriftReport>(`${model(name)}/versions/${version}/drift?window=${encodeURIComponent(window)}`),
+    /** The edge's comparison of `version` as a shadow, from its drift report; null when the edge could not read its counts. */
+    shadowComparison: async (name: string, version: number) => (await json<{ shadow_comparison?: ShadowPair[] | null }>(`${model(name)}/versions/${version}/drift`)).shadow_comparison ?? null,
     backendStats: () => json<BackendStats>('/v1/backend/stats'),
     /** Replaces the rollout if it is still at the revision `etag` names; a 412 says it is not. */
     putRollout: async (name: string, rollout: RolloutPut, etag: string): Promise<RolloutState> => {

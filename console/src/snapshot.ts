@@ -1,4 +1,4 @@
-import type { Api, BackendStats, DriftReport, HistoryEntry, ModelDescription, RolloutState } from './api.ts'
+import type { Api, BackendStats, DriftReport, HistoryEntry, ModelDescription, RolloutState, ShadowPair } from './api.ts'
 
 /**
  * The window lengths the drift view offers. One report per version carries the consecutive
@@ -38,14 +38,16 @@ export interface Snapshot {
   drift: VersionDrift[]
   /** The backend's stats, or why they could not be read. */
   backend: BackendStats | string
+  /** The selected model's shadow version compared with the served ones (null: the edge could not read its counts), why that could not be read, or undefined without a shadow. */
+  shadow?: ShadowPair[] | null | string
 }
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err))
 
 /**
  * One refresh: every model's description and rollout, and for the selected model its history
- * and each arm version's drift report over windows of `driftWindow` (one call per version); the
- * backend's stats beside. A refused key fails the whole refresh; a missing drift report or backend stats shows as its reason.
+ * and each arm version's drift report over windows of `driftWindow` (one call per version) and its
+ * shadow's comparison; the backend's stats beside. A refused key fails the whole refresh; a missing drift report or backend stats shows as its reason.
  */
 export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWindow: DriftWindowLength = DEFAULT_DRIFT_WINDOW): Promise<Snapshot> => {
   const names = await api.models()
@@ -55,13 +57,15 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWi
   const selected = models.find((m) => m.description.name === wanted) ?? models[0]
   const name = selected.description.name
   const versions = [...new Set(selected.state.rollout.arms.map((a) => a.version))]
-  const [history, drift] = await Promise.all([
+  const shadowVersion = selected.state.rollout.shadow?.version
+  const [history, drift, shadow] = await Promise.all([
     api.history(name),
     Promise.all(versions.map(async (version): Promise<VersionDrift> => ({
       version,
       arms: selected.state.rollout.arms.filter((a) => a.version === version).map((a) => `${a.variant} ${a.weight}%`),
       report: await api.drift(name, version, driftWindow).catch(reason),
     }))),
+    shadowVersion === undefined ? undefined : api.shadowComparison(name, shadowVersion).catch(reason),
   ])
-  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend }
+  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend, ...(shadow === undefined ? {} : { shadow }) }
 }

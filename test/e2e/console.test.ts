@@ -10,6 +10,8 @@ import { ROWS_PER_REQUEST } from '../../dev/canary-traffic.ts'
 import { SCENE_CONTROLLER, SCENE_MODEL, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from '../../console/scene.ts'
 import type { DriftReport } from '../../backend/monitor/drift/report.ts'
 import type { RunningWorker } from '../edge/support/workerd.ts'
+import { samplesOf, total } from '../edge/pipeline/request-metrics/samples.ts'
+import { generateApplicants } from '../../tools/training/applicants.ts'
 import { startStack, type Stack } from '../support/stack.ts'
 
 /**
@@ -241,6 +243,49 @@ describe('the operator console', () => {
       expect(after.rollout.salt).toBe('changed-elsewhere')
       expect(after.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=99', 'canary:v3=1'])
       expect(after.rollout.canary?.variant).toBe('canary')
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('shows the shadow comparison the edge counted, per served version', async () => {
+    const before = await rolloutState()
+    const shadowed = { salt: 'console-shadow', arms: [{ variant: 'stable', version: 1, weight: 100 }], shadow: { version: 3, percent: 100 } }
+    expect((await edge(`/v1/models/${SCENE_MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': before.etag }, body: JSON.stringify(shadowed) })).status).toBe(200)
+    // Unpinned traffic, sticky by user: every request is also sent to the shadow (v3: every risk 1.5 logits higher).
+    const { applicants } = generateApplicants(4 * ROWS_PER_REQUEST, 90_210)
+    for (let at = 0; at < applicants.length; at += ROWS_PER_REQUEST) {
+      const res = await edge(`/v1/models/${SCENE_MODEL}/predict`, { method: 'POST', body: JSON.stringify({ instances: applicants.slice(at, at + ROWS_PER_REQUEST), entity: { user_id: `console-shadow-${at}` } }) })
+      expect(res.status).toBe(200)
+      await res.arrayBuffer()
+    }
+    // The comparisons run after each answer: a bounded wait until the edge counted every row.
+    const pair = { model: SCENE_MODEL, version: '1', shadow_version: '3' }
+    let samples = samplesOf(await (await edge('/metrics')).text())
+    for (let i = 0; i < 150 && total(samples, 'edge_infer_shadow_compared_rows_total', pair) < applicants.length; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      samples = samplesOf(await (await edge('/metrics')).text())
+    }
+    const rows = total(samples, 'edge_infer_shadow_compared_rows_total', pair)
+    expect(rows).toBe(applicants.length)
+    const agreeing = total(samples, 'edge_infer_shadow_agreeing_rows_total', pair)
+    const mean = total(samples, 'edge_infer_shadow_probability_diff_sum', pair) / rows
+    // A shifted network: some labels flip, every probability moves.
+    expect(agreeing).toBeLessThan(rows)
+    expect(mean).toBeGreaterThan(0.01)
+    const page = await open(admin)
+    try {
+      await show(page, 'canary')
+      const cells = page.locator('.shadow-pairs tbody tr').first().locator('td')
+      await cells.first().waitFor(WAIT)
+      const [served, shadow, compared, agreement, meanCell, p99Cell] = await cells.allTextContents()
+      expect([served, shadow, compared]).toEqual(['v1', 'v3', String(rows)])
+      expect(agreement).toBe(`${((agreeing / rows) * 100).toFixed(2)}%`)
+      expect(Number(meanCell)).toBeCloseTo(mean, 4)
+      expect(Number(p99Cell)).toBeGreaterThanOrEqual(Number(meanCell))
+      expect(await page.locator('.shadow-pairs tbody tr').count()).toBe(1)
+      expect(await page.textContent('.shadow-comparison')).toContain('Shadow v3 gets 100% of requests. The controller does not start a canary from this shadow')
+      expect(errors.get(page)).toEqual([])
     } finally {
       await page.close()
     }

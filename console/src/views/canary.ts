@@ -1,6 +1,6 @@
 import { stepChart } from '../charts.ts'
 import { fixed, h, ms, percent, table } from '../dom.ts'
-import type { HistoryEntry, Rollout } from '../api.ts'
+import type { HistoryEntry, Rollout, ShadowPair } from '../api.ts'
 import type { Snapshot } from '../snapshot.ts'
 
 /** The controller's default ladder (CONTROLLER_STEPS); a weight off it is shown between its steps. */
@@ -48,7 +48,26 @@ const timeline = (entries: readonly HistoryEntry[]): HTMLElement =>
       h('span', { class: 'reason' }, e.reason),
     )))
 
-/** The ladder step, the numbers behind the last controller decision, and the decision history. */
+/** The shadow version against each served version: rows compared, label agreement, mean and p99 |Δp|. */
+const shadowPanel = (rollout: Rollout, shadow: Snapshot['shadow']): HTMLElement => {
+  if (!rollout.shadow) return h('p', { class: 'shadow-comparison muted' }, 'No shadow version is set.')
+  const promote = rollout.shadow.promote
+  const rule = promote
+    ? `A canary of v${rollout.shadow.version} starts at ${promote.canary_percent}% once, within ${promote.window_minutes} min, ${promote.min_rows} rows are compared with at least ${percent(promote.min_agreement, 2)} agreeing and at most ${percent(promote.max_error_rate, 2)} of shadow calls failing.`
+    : 'The controller does not start a canary from this shadow (shadow.promote is off).'
+  const head = h('p', {}, `Shadow v${rollout.shadow.version} gets ${rollout.shadow.percent}% of requests. ${rule}`)
+  if (typeof shadow === 'string' || shadow === null || shadow === undefined) {
+    return h('div', { class: 'shadow-comparison' }, head, h('p', { class: 'muted' }, `No comparison: ${shadow ?? 'the edge could not read its counts'}`))
+  }
+  if (shadow.length === 0) return h('div', { class: 'shadow-comparison' }, head, h('p', { class: 'muted' }, 'No rows compared yet.'))
+  return h('div', { class: 'shadow-comparison' }, head,
+    table(['served', 'shadow', 'rows compared', 'agreement', 'mean |Δp|', 'p99 |Δp|'], shadow.map((p) => [
+      `v${p.version}`, `v${p.shadow_version}`, String(p.rows), p.agreement === null ? '–' : percent(p.agreement, 2), fixed(p.mean_abs_diff, 4), fixed(p.p99_abs_diff, 4),
+    ]), { class: 'shadow-pairs' }),
+  )
+}
+
+/** The ladder step, the numbers behind the last controller decision, the shadow comparison, and the decision history. */
 export const canaryView = (snapshot: Snapshot): HTMLElement => {
   const { rollout } = snapshot.selected.state
   const share = canaryShare(rollout)
@@ -66,6 +85,8 @@ export const canaryView = (snapshot: Snapshot): HTMLElement => {
     decided
       ? h('div', { class: 'last-decision' }, h('p', {}, h('strong', {}, `${decided.action} ${decided.from_weight}% → ${decided.to_weight}%`), ` — ${decided.reason} (${new Date(decided.time).toLocaleString()})`), numbersOf(decided))
       : h('p', { class: 'muted' }, 'The controller has made no decision yet.'),
+    h('h2', {}, 'Shadow comparison'),
+    shadowPanel(rollout, snapshot.shadow),
     h('h2', {}, 'Canary weight over time'),
     chart,
     h('h2', {}, 'Decisions'),

@@ -3,6 +3,7 @@ import { shadowExposition } from '../../../../edge/exposition/shadow.ts'
 import { RequestMetrics, SHADOW_DIFF_BUCKETS, type SharedTally, type Tally } from '../../../../edge/stores/tallies/tally.ts'
 import { bucketQuantile, shadowCalls, shadowPairs } from '../../../../edge/stores/tallies/shadow.ts'
 import { samplesOf, total } from '../../pipeline/request-metrics/samples.ts'
+import { promtoolCheckMetrics } from '../../pipeline/request-metrics/promtool.ts'
 
 /** Redis's part (each write id applied once), in memory. */
 class SummingTally implements SharedTally {
@@ -59,6 +60,7 @@ describe('shadow comparison counts', () => {
     expect(total(samples, 'edge_infer_shadow_probability_diff_bucket', { ...pair, le: '+Inf' })).toBe(2)
     expect(total(samples, 'edge_infer_shadow_probability_diff_sum', pair)).toBeCloseTo(0.202, 9)
     expect(total(samples, 'edge_infer_shadow_probability_diff_count', pair)).toBe(2)
+    expect(await promtoolCheckMetrics(shadowExposition(await metrics.totals()))).toEqual({ code: 0, findings: '' })
   })
 
   it('count shadow calls and their failures from the request counts', async () => {
