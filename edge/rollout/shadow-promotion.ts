@@ -81,3 +81,18 @@ export const judgeShadow = (promote: ShadowPromotion, version: number, now: Shad
   if (errorRate > promote.max_error_rate) return { action: 'wait', reason: `shadow v${version} ${figures}: error rate above ${percent(promote.max_error_rate)}`, window: seen }
   return { action: 'start', reason: `shadow v${version} ${figures} within ${promote.window_minutes} min: canary started at ${promote.canary_percent}%`, window: seen }
 }
+
+const sameWindow = (a: ShadowPromotion['window'], b: ShadowPromotion['window']): boolean =>
+  a !== undefined && b !== undefined && a.started_at === b.started_at && a.version === b.version &&
+  (Object.keys(a.at_start) as Array<keyof ShadowCounts>).every((k) => a.at_start[k] === b.at_start[k])
+
+/**
+ * A PUT's `shadow.promote.window`, unless it restates the stored one as GET showed it (a
+ * read-modify-write sends it back): only the controller keeps it, and a client's would steer the rule.
+ */
+export const shadowWindowErrors = (put: { shadow?: { promote?: ShadowPromotion } }, stored: { shadow?: { promote?: ShadowPromotion } } | undefined): Array<{ path: string; message: string }> => {
+  const window = put.shadow?.promote?.window
+  return window === undefined || sameWindow(window, stored?.shadow?.promote?.window)
+    ? []
+    : [{ path: 'shadow.promote.window', message: 'is kept by the rollout controller; a PUT may leave it out or restate the stored value, not set it' }]
+}

@@ -14,6 +14,7 @@ import { bytesToHex } from '../stores/keys/api-key.ts'
 import type { Reroutes } from '../pipeline/route/reroutes.ts'
 import type { Responder } from '../pipeline/stage.ts'
 import { answer, route } from './route.ts'
+import { shadowWindowErrors } from '../rollout/shadow-promotion.ts'
 
 const etag = (revision: number) => `"r${revision}"`
 
@@ -131,7 +132,7 @@ const putRollout = (): Responder<{ isolate: { catalog: Catalog; rollouts: Rollou
     const unknown = unknownVersions(parsed.data, model)
     if (unknown.length > 0) throw new Problem(400, 'Bad Request', 'the rollout names versions the backend does not serve', { slug: 'invalid-rollout', errors: unknown })
     const stored = await rollouts.get(model.name, { fresh: true })
-    const kept = controllerFieldErrors(raw, stored?.rollout.canary)
+    const kept = [...controllerFieldErrors(raw, stored?.rollout.canary), ...shadowWindowErrors(parsed.data, stored?.rollout)]
     if (kept.length > 0) throw new Problem(400, 'Bad Request', 'the rollout sets fields only the rollout controller keeps', { slug: 'invalid-rollout', errors: kept })
     const current = stored?.revision ?? 0
     const expected = matchedRevision(ifMatch, stored?.revision)

@@ -113,20 +113,23 @@ describe('the shadow rule', () => {
 describe('PUT with shadow.promote', () => {
   const admin = generateApiKey('test')
   let app: ReturnType<typeof createApp>
+  const rollouts = new MemoryRolloutStore()
   beforeAll(async () => {
     const standIn = new InProcessBackendStandIn(await creditRiskMetadata())
     app = createApp({
-      parts: { keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts: new MemoryRolloutStore() },
+      parts: { keys: new MemoryKeyStore([{ name: 'ops', hash: await hashApiKey(admin), scopes: ['admin'], rate_limit_per_minute: 100_000 }]), transport: standIn, catalog: new ModelCatalog({ transport: standIn }), rollouts },
       log: () => {},
     })
   })
   const path = `/v1/models/${MODEL}/rollout`
-  const put = async (promote: Record<string, unknown>) =>
+  const putRollout = async (rollout: unknown) =>
     app.request(path, {
       method: 'PUT',
-      body: JSON.stringify({ salt: 'exp', arms: [{ variant: 'stable', version: 1, weight: 100 }], shadow: { version: 2, percent: 100, promote } }),
+      body: JSON.stringify(rollout),
       headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}`, 'if-match': (await app.request(path, { headers: { authorization: `Bearer ${admin}` } })).headers.get('etag')! },
     })
+
+  const put = (promote: Record<string, unknown>) => putRollout({ salt: 'exp', arms: [{ variant: 'stable', version: 1, weight: 100 }], shadow: { version: 2, percent: 100, promote } })
 
   it('refuses bad values with a 400 problem naming the field, and stores a good option', async () => {
     for (const [bad, field] of [
@@ -146,5 +149,18 @@ describe('PUT with shadow.promote', () => {
     const res = await put(PROMOTE)
     expect(res.status).toBe(200)
     expect(((await res.json()) as { rollout: Rollout }).rollout.shadow?.promote).toEqual(PROMOTE)
+  })
+
+  it('refuses a window a client sets, and takes back the stored one restated', async () => {
+    const window = { started_at: T0, version: 2, at_start: { rows: 10, agreeing: 10, calls: 1, errors: 0 } }
+    const forged = await put({ ...PROMOTE, window })
+    expect(forged.status).toBe(400)
+    expect(JSON.stringify(await forged.json())).toContain('shadow.promote.window')
+    const stored = (await rollouts.get(MODEL))!
+    await rollouts.compareAndSet(MODEL, stored.revision, { ...stored.rollout, shadow: { ...stored.rollout.shadow!, promote: { ...PROMOTE, window } } })
+    const read = (await (await app.request(path, { headers: { authorization: `Bearer ${admin}` } })).json()) as { rollout: Rollout }
+    expect((await putRollout(read.rollout)).status).toBe(200)
+    const moved = { ...read.rollout, shadow: { ...read.rollout.shadow!, promote: { ...PROMOTE, window: { ...window, started_at: T0 - MINUTE } } } }
+    expect((await putRollout(moved)).status).toBe(400)
   })
 })
