@@ -30,9 +30,9 @@ export interface PredictOptions extends CallOptions {
   experimentKey?: string
 }
 
-/** A rollout with the ETag it was read or written at: the If-Match of the next change. */
+/** A rollout's state with the ETag it was read or written at: the If-Match of the next change. */
 export interface Versioned<T> {
-  rollout: T
+  state: T
   etag: string
 }
 
@@ -67,13 +67,13 @@ export const createClient = (options: TransportOptions) => {
 
   const getRollout = async (model: string, call?: CallOptions): Promise<Versioned<RolloutState>> => {
     const { body, headers } = await send<RolloutState>({ method: 'GET', path: `${path(model)}/rollout`, retry: 'safe' }, call)
-    return { rollout: body, etag: headers.get('etag') ?? '' }
+    return { state: body, etag: headers.get('etag') ?? '' }
   }
 
   const putRollout = async (model: string, rollout: RolloutPut, ifMatch: string, call?: CallOptions): Promise<Versioned<RolloutStored>> => {
     // If-Match makes a resend safe: a PUT that landed answers the resend 412, never a second write.
     const { body, headers } = await send<RolloutStored>({ method: 'PUT', path: `${path(model)}/rollout`, body: rollout, headers: { 'if-match': ifMatch }, retry: 'safe' }, call)
-    return { rollout: body, etag: headers.get('etag') ?? '' }
+    return { state: body, etag: headers.get('etag') ?? '' }
   }
 
   return {
@@ -130,7 +130,7 @@ export const createClient = (options: TransportOptions) => {
         for (let round = 1; ; round++) {
           const current = await getRollout(model, next())
           try {
-            return await putRollout(model, await change(current.rollout), current.etag, next())
+            return await putRollout(model, await change(current.state), current.etag, next())
           } catch (err) {
             if (!(err instanceof ProblemError && err.status === 412) || round >= rounds) throw err
           }

@@ -154,17 +154,17 @@ describe('rollout.update', () => {
       return { salt: `${current.rollout.salt}+${tag}`, arms: current.rollout.arms }
     }
     const [a, b] = await Promise.all([client.rollout.update(MODEL, appending('a')), client.rollout.update(MODEL, appending('b'))])
-    const revisions = [a.rollout.revision, b.rollout.revision].sort()
-    expect(revisions).toEqual([before.rollout.revision + 1, before.rollout.revision + 2])
+    const revisions = [a.state.revision, b.state.revision].sort()
+    expect(revisions).toEqual([before.state.revision + 1, before.state.revision + 2])
     // One change ran twice: once on the revision it lost, once on the winner's.
     expect(calls.a + calls.b).toBe(3)
     const after = await client.rollout.get(MODEL)
-    expect(after.etag).toBe(`"r${before.rollout.revision + 2}"`)
-    expect(after.rollout.rollout.salt).toMatch(new RegExp(`^${before.rollout.rollout.salt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\+(a\\+b|b\\+a)$`))
+    expect(after.etag).toBe(`"r${before.state.revision + 2}"`)
+    expect(after.state.rollout.salt).toMatch(new RegExp(`^${before.state.rollout.salt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\+(a\\+b|b\\+a)$`))
     // The writes that landed were made against the first revision and the winner's; the loser's first was refused with 412
     // (a PUT answered 503 under load is resent as it is: If-Match keeps that safe).
     const puts = sent.map((r, i) => ({ method: r.method, ifMatch: r.headers.get('if-match'), status: statuses[i] })).filter((p) => p.method === 'PUT')
-    expect(puts.filter((p) => p.status === 200).map((p) => p.ifMatch).sort()).toEqual([before.etag, `"r${before.rollout.revision + 1}"`].sort())
+    expect(puts.filter((p) => p.status === 200).map((p) => p.ifMatch).sort()).toEqual([before.etag, `"r${before.state.revision + 1}"`].sort())
     expect(puts.filter((p) => p.status === 412 && p.ifMatch === before.etag)).toHaveLength(1)
   })
 
