@@ -20,6 +20,8 @@ export interface LocalStack {
   backendUrl: string
   /** A predict key only this stack's edge accepts. */
   apiKey: string
+  /** With `admin: true`: a key with the admin scope (rollout changes), for this stack only. */
+  adminKey?: string
   /** The bearer token the backend requires on /v2 inference (what the edge sends it). */
   inferToken: string
   backendPid: number | undefined
@@ -49,7 +51,12 @@ const loadKey = async (): Promise<{ key: string; entry: KeyEntry }> => {
   return { key, entry: { name: 'load', hash: await hashApiKey(key), scopes: ['predict'], rate_limit_per_minute: 1_000_000 } }
 }
 
-export const startLocalStack = async (progress: (line: string) => void = () => {}): Promise<LocalStack> => {
+export interface LocalStackOptions {
+  /** Also issue a key with the admin scope, as `adminKey` (a run that changes the rollout). */
+  admin?: boolean
+}
+
+export const startLocalStack = async (progress: (line: string) => void = () => {}, { admin = false }: LocalStackOptions = {}): Promise<LocalStack> => {
   const inferToken = randomBytes(24).toString('base64url')
   const instanceId = randomUUID()
   let backend: ServerProcess | undefined
@@ -67,10 +74,12 @@ export const startLocalStack = async (progress: (line: string) => void = () => {
     backend = startedBackend
     await confirmBackend(backend.url, instanceId, POLL)
     const { key, entry } = await loadKey()
+    const operator = admin ? generateApiKey('load') : undefined
+    const keys: KeyEntry[] = [entry, ...(operator ? [{ name: 'load-admin', hash: await hashApiKey(operator), scopes: ['admin' as const], rate_limit_per_minute: 1_000_000 }] : [])]
     progress('local stack: starting the edge in workerd')
     edge = await within(LISTEN_TIMEOUT_MS, 'workerd to listen', startServer('load/harness/workerd-host.ts', {
       EDGE_BUNDLE: bundle,
-      EDGE_BINDINGS: JSON.stringify({ BACKEND_URL: backend.url, INFER_TOKEN: inferToken, API_KEYS: JSON.stringify([entry]), ALLOWED_ORIGINS: '' }),
+      EDGE_BINDINGS: JSON.stringify({ BACKEND_URL: backend.url, INFER_TOKEN: inferToken, API_KEYS: JSON.stringify(keys), ALLOWED_ORIGINS: '' }),
     }))
     await confirmEdge(edge.url, key, POLL)
     const hostPid = edge.child.process.pid
@@ -78,6 +87,7 @@ export const startLocalStack = async (progress: (line: string) => void = () => {
       edgeUrl: edge.url,
       backendUrl: backend.url,
       apiKey: key,
+      ...(operator ? { adminKey: operator } : {}),
       inferToken,
       backendPid: backend.child.process.pid,
       workerdPid: hostPid === undefined ? undefined : findWorkerdPid(hostPid),

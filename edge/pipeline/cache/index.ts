@@ -92,16 +92,14 @@ export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
     const rows = unique.map((_, u) => Float32Array.from(data.slice(u * width, (u + 1) * width)))
     const hashed = await Promise.all(rows.map((row) => rowKey(model.name, looked, row)))
     const now = Date.now()
-    const found = await Promise.all(hashed.map((key) => store.get(key).catch(logFailure('prediction cache read failed; a miss', model.name))))
+    // The isolate's own rows from memory; the Cache API for the rest (rows other isolates of the colo wrote).
+    const found = await Promise.all(hashed.map((key) => index.get(key) ?? store.get(key).catch(logFailure('prediction cache read failed; a miss', model.name))))
     const answers = found.map((row) => (row !== undefined && now - row.at < ttlSeconds * 1_000 ? revived(row, model) : undefined))
     const hits = answers.every((a): a is Prediction => a !== undefined) ? answers : undefined
     const hit = hits !== undefined
     const { requestMetrics } = isolate
     requestMetrics.predictionCache(model.name, String(looked), hit ? 'hits' : 'misses', unique.length)
-    if (hits) {
-      for (const key of hashed) index.touch(key)
-      c.set('cached', { predictions: hits })
-    }
+    if (hits) c.set('cached', { predictions: hits })
     await next()
     c.res.headers.set(CACHE_HEADER, hit ? 'HIT' : 'MISS')
     if (hit) return
@@ -117,7 +115,7 @@ export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
         .filter(([, entry]) => JSON.stringify(entry).length <= maxEntryBytes)
       // The index first, synchronously: what it drops is deleted after the puts, so a put never lands after its own key's delete.
       const evicted = new Map<string, IndexedRow>()
-      for (const [key] of entries) for (const [gone, named] of index.add(key, { model: model.name, version: served })) evicted.set(gone, named)
+      for (const [key, row] of entries) for (const [gone, named] of index.add(key, { model: model.name, version: served, row })) evicted.set(gone, named)
       for (const named of evicted.values()) requestMetrics.predictionCache(named.model, String(named.version), 'evictions', 1)
       await Promise.all(entries.filter(([key]) => !evicted.has(key)).map(([key, entry]) => store.put(key, entry, ttlSeconds)))
       await Promise.all([...evicted.keys()].map((gone) => store.delete(gone)))

@@ -1,13 +1,17 @@
-/** What an index entry names: the series its eviction is counted in. */
+import type { CachedRow } from '../../stores/prediction-cache/prediction-cache-store.ts'
+
+/** What an index entry names (the series its eviction is counted in) and the row itself. */
 export interface IndexedRow {
   model: string
   version: number
+  row: CachedRow
 }
 
 /**
- * The keys this isolate wrote to the prediction cache, least recently used first, at most
- * `maxEntries`: the Cache API cannot be listed or sized, so this is where its count is bounded.
- * Adding past the bound hands back the keys to delete from the store.
+ * The rows this isolate wrote to the prediction cache, least recently used first, at most
+ * `maxEntries`. Two jobs: the Cache API cannot be listed or sized, so this is where its count is
+ * bounded (adding past the bound hands back the keys to delete from the store); and it answers
+ * the rows it holds from memory, before any Cache API round trip.
  */
 export class LruIndex {
   readonly #entries = new Map<string, IndexedRow>()
@@ -18,23 +22,24 @@ export class LruIndex {
     return this.#entries.size
   }
 
-  /** Marks `key` as just used (a hit), when this isolate wrote it. */
-  touch(key: string): void {
-    const row = this.#entries.get(key)
-    if (row === undefined) return
+  /** The row under `key`, when this isolate wrote it, marked as just used. */
+  get(key: string): CachedRow | undefined {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return undefined
     this.#entries.delete(key)
-    this.#entries.set(key, row)
+    this.#entries.set(key, entry)
+    return entry.row
   }
 
-  /** Adds (or refreshes) `key`; returns the least recently used keys it pushed past the bound. */
-  add(key: string, row: IndexedRow): Array<[string, IndexedRow]> {
+  /** Adds (or refreshes) `key`; returns the least recently used entries it pushed past the bound. */
+  add(key: string, entry: IndexedRow): Array<[string, IndexedRow]> {
     this.#entries.delete(key)
-    this.#entries.set(key, row)
+    this.#entries.set(key, entry)
     const evicted: Array<[string, IndexedRow]> = []
-    for (const entry of this.#entries) {
+    for (const oldest of this.#entries) {
       if (this.#entries.size <= this.maxEntries) break
-      this.#entries.delete(entry[0])
-      evicted.push(entry)
+      this.#entries.delete(oldest[0])
+      evicted.push(oldest)
     }
     return evicted
   }

@@ -6,6 +6,12 @@ import type { CachedRow, PredictionCacheStore } from './prediction-cache-store.t
  */
 const ORIGIN = 'https://prediction-cache.edge-infer.invalid/'
 
+/** The Cache API request URL of a key (`rowKey`). */
+export const cacheUrl = (key: string): string => ORIGIN + key
+
+/** The named cache the worker keeps rows in. */
+export const CACHE_NAME = 'edge-infer-predictions'
+
 /** The part of the Workers Cache API used here (declared here: the project builds against Node's types, which have none). */
 export interface WorkersCache {
   match(key: string): Promise<Response | undefined>
@@ -34,22 +40,22 @@ export class WorkersPredictionCache implements PredictionCacheStore {
   constructor(private readonly cache: WorkersCache) {}
 
   /** The named cache of this worker; undefined where the runtime has no Cache API. */
-  static async open(name = 'edge-infer-predictions'): Promise<WorkersPredictionCache | undefined> {
+  static async open(name = CACHE_NAME): Promise<WorkersPredictionCache | undefined> {
     const storage = cacheStorage()
     return storage && new WorkersPredictionCache(await storage.open(name))
   }
 
   async get(key: string): Promise<CachedRow | undefined> {
-    const res = await this.cache.match(ORIGIN + key)
+    const res = await this.cache.match(cacheUrl(key))
     if (res === undefined) return undefined
     return parsed(await res.json().catch(() => undefined))
   }
 
   async put(key: string, row: CachedRow, ttlSeconds: number): Promise<void> {
-    await this.cache.put(ORIGIN + key, new Response(JSON.stringify(row), { headers: { 'content-type': 'application/json', 'cache-control': `max-age=${ttlSeconds}` } }))
+    await this.cache.put(cacheUrl(key), new Response(JSON.stringify(row), { headers: { 'content-type': 'application/json', 'cache-control': `max-age=${ttlSeconds}` } }))
   }
 
   async delete(key: string): Promise<void> {
-    await this.cache.delete(ORIGIN + key)
+    await this.cache.delete(cacheUrl(key))
   }
 }

@@ -1,7 +1,13 @@
+import { readFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Response as MiniflareResponse } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoApplicant as instance } from '../../../../dev/demo-applicant.ts'
+import { DEFAULT_FEATURE_SEED } from '../../../../edge/stores/features/memory.ts'
+import { type CachedRow, rowKey } from '../../../../edge/stores/prediction-cache/prediction-cache-store.ts'
+import { CACHE_NAME, cacheUrl } from '../../../../edge/stores/prediction-cache/workers-cache.ts'
+import { encodeInstance, featureSpec, specWidth } from '../../../../shared/feature-spec.ts'
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 import { edgeClient, type EdgeClient, type Schemas, replaceRollout } from '../../../support/client.ts'
 import { startStack, type Stack } from '../../../support/stack.ts'
@@ -275,6 +281,11 @@ describe('the edge prediction cache, in workerd', () => {
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     expect(result).toBe('accepted')
+    // The label of a cached answer counts in its version's window: the counts the canary controller's source reads (withEdgeCounts) and the quality route shows.
+    const quality = await fetch(`${stack.worker.url}/v1/models/credit-risk/quality?window=15m`, { headers: { 'x-api-key': stack.keys.ops! } })
+    expect(quality.status).toBe(200)
+    const { versions } = (await quality.json()) as { versions: Array<{ version: number; realized: { labels: number } | null }> }
+    expect(versions.find((v) => v.version === 2)?.realized?.labels).toBe(1)
   })
 
   it('counts hits and misses per model and version, and cached answers as requests the edge served', async () => {
@@ -286,6 +297,35 @@ describe('the edge prediction cache, in workerd', () => {
     expect(await metricSum('edge_infer_edge_cache_hits_total{model="credit-risk",version="2"}')).toBe(hits + 2)
     expect(await metricSum('edge_infer_edge_cache_misses_total{model="credit-risk",version="2"}')).toBeGreaterThanOrEqual(misses + 2)
     expect(await metricSum('edge_infer_edge_requests_total{model="credit-risk",version="2",variant="stable",status_class="2xx",code="200",served_by="edge"}')).toBe(edgeServed + 1)
+  })
+
+  it('keeps rows in the colo\'s Cache API under the documented key, and answers rows found only there', async () => {
+    await putRollout({ salt: 'colo', arms: [{ variant: 'stable', version: 2, weight: 100 }], cache: CACHE })
+    const config = JSON.parse(await readFile(new URL('../../../../models/credit-risk/config.json', import.meta.url), 'utf8')) as { features: unknown }
+    const spec = featureSpec.parse(config.features)
+    /** The key of `row` for user u-1 on version 2: the row as enriched and encoded for the model. */
+    const keyOf = async (row: ReturnType<typeof fresh>) => {
+      const encoded = new Float32Array(specWidth(spec))
+      encodeInstance(spec, { ...row, ...DEFAULT_FEATURE_SEED.user!['u-1'] }, encoded)
+      return rowKey('credit-risk', 2, encoded)
+    }
+    const cache = await (await stack.worker.mf.getCaches()).open(CACHE_NAME)
+
+    const written = fresh()
+    const hit = await untilHit([written], { entity: { user_id: 'u-1' } })
+    const entry = await cache.match(cacheUrl(await keyOf(written)))
+    expect(entry?.status).toBe(200)
+    expect(((await entry!.json()) as CachedRow).scores).toEqual(hit.body.predictions[0].scores)
+
+    // A row this isolate never wrote (as another isolate of the colo would have): answered from the Cache API.
+    const planted = fresh()
+    const row: CachedRow = { scores: { low_risk: 0.25, high_risk: 0.75 }, at: Date.now() }
+    await cache.put(cacheUrl(await keyOf(planted)), new MiniflareResponse(JSON.stringify(row), { headers: { 'cache-control': 'max-age=300' } }))
+    const before = total()
+    const fromColo = await app.predict([planted], { entity: { user_id: 'u-1' } })
+    expect(fromColo.headers.get('x-cache')).toBe('HIT')
+    expect(fromColo.body.predictions[0]).toEqual({ label: 'high_risk', probability: 0.75, scores: row.scores })
+    expect(total()).toBe(before)
   })
 
   it(`keeps at most ${MAX_ENTRIES} rows per isolate, dropping the least recently used`, async () => {
