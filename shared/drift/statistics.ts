@@ -337,3 +337,82 @@ export const binIndex = (edges: readonly number[], value: number): number => {
   }
   return lo
 }
+
+/**
+ * Total variation distance between the two vectors' shares, ½ Σ |p − q|: the share of rows that
+ * would have to change cell for one distribution to become the other, in [0, 1]. It is the
+ * categorical effect size because, unlike Cramér's V of the 2×k table, it does not depend on the
+ * two sample sizes (V = √(χ² / (n + m)) shrinks as the reference grows, for the same shift).
+ */
+export const totalVariation = (reference: readonly number[], observed: readonly number[]): number => {
+  const [r, o] = totals(reference, observed)
+  if (r === 0 || o === 0) return 0
+  let distance = 0
+  for (let i = 0; i < reference.length; i++) distance += Math.abs(reference[i] / r - observed[i] / o)
+  return distance / 2
+}
+
+/** P(|Z| ≥ z) for a standard normal Z: how often an undrifted window reaches |z| on the z gate. */
+export const twoSidedNormalP = (z: number): number => chiSquareSf(z * z, 1)
+
+/** ∫ √(u(1 − u)) du, the antiderivative used per bin below. */
+const bridgeSdIntegral = (u: number): number => ((2 * u - 1) * Math.sqrt(u * (1 - u))) / 4 + Math.asin(2 * u - 1) / 8
+
+/** Points per bin at which the variance's double integral is taken (midpoint rule). */
+const VARIANCE_POINTS_PER_BIN = 8
+
+export interface WassersteinNull {
+  /** Mean of L = ∫ |B(F(x))| dx, in the units of the bounds. */
+  mean: number
+  /** Its standard deviation. */
+  sd: number
+}
+
+/**
+ * How Wasserstein-1 between a window and the `reference` bins (mass even within each bin, as
+ * `binnedWasserstein`) spreads when nothing has drifted: √(nm/(n + m))·W1 tends to
+ * L = ∫ |B(F(x))| dx for a Brownian bridge B (del Barrio, Giné and Matrán 1999). Its mean is
+ * √(2/π)·∫ √(F(1 − F)) dx, exact per bin; its variance ∫∫ Cov(|B(F(x))|, |B(F(y))|) dx dy, where for
+ * s = F(x) ≤ t = F(y) the two are normal with sds σ_s, σ_t and correlation ρ = s(1 − t)/(σ_s σ_t),
+ * so Cov = (2/π)·σ_s σ_t·(√(1 − ρ²) + ρ·asin ρ − 1), summed on a grid of points per bin.
+ */
+export const noDriftWasserstein = (bounds: readonly number[], reference: readonly number[]): WassersteinNull => {
+  const [m] = totals(reference, reference)
+  if (bounds.length !== reference.length + 1) throw new RangeError(`${bounds.length} bounds for ${reference.length} bins; expected ${reference.length + 1}`)
+  if (m === 0) return { mean: 0, sd: 0 }
+  let spread = 0
+  const points: Array<{ f: number; sd: number; weight: number }> = []
+  let before = 0
+  for (let i = 0; i < reference.length; i++) {
+    const after = Math.min(1, before + reference[i] / m)
+    const width = bounds[i + 1] - bounds[i]
+    spread += after > before ? (width * (bridgeSdIntegral(after) - bridgeSdIntegral(before))) / (after - before) : width * Math.sqrt(before * (1 - before))
+    for (let k = 0; k < VARIANCE_POINTS_PER_BIN; k++) {
+      const f = before + ((k + 0.5) / VARIANCE_POINTS_PER_BIN) * (after - before)
+      points.push({ f, sd: Math.sqrt(f * (1 - f)), weight: width / VARIANCE_POINTS_PER_BIN })
+    }
+    before = after
+  }
+  let variance = 0
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]
+    if (p.sd === 0) continue
+    for (let j = i; j < points.length; j++) {
+      const q = points[j]
+      if (q.sd === 0) continue
+      // Points are in ascending F, so p.f ≤ q.f.
+      const rho = Math.min(1, (p.f * (1 - q.f)) / (p.sd * q.sd))
+      const cov = (2 / Math.PI) * p.sd * q.sd * (Math.sqrt(1 - rho * rho) + rho * Math.asin(rho) - 1)
+      variance += (i === j ? 1 : 2) * p.weight * q.weight * cov
+    }
+  }
+  return { mean: Math.sqrt(2 / Math.PI) * spread, sd: Math.sqrt(Math.max(0, variance)) }
+}
+
+/**
+ * Where Wasserstein-1 of an undrifted window of `n` rows against `m` reference rows lands `z` of
+ * its sds above its mean: the level at which W1 is as unlikely without drift as z is on the
+ * location gate (a normal approximation; L is somewhat right-skewed).
+ */
+export const noDriftWassersteinLevel = (spread: WassersteinNull, n: number, m: number, z: number): number =>
+  n > 0 && m > 0 ? Math.sqrt(1 / n + 1 / m) * (spread.mean + z * spread.sd) : Number.POSITIVE_INFINITY

@@ -1,5 +1,7 @@
 import type { ControllerDriftReport, DriftWindow, Verdict } from '../../../shared/drift/report.ts'
-import { binnedKs, binnedWasserstein, chiSquare, jensenShannonDistance, meanShift, psi, type MeanShift, type Moments } from '../../../shared/drift/statistics.ts'
+import {
+  binnedKs, binnedWasserstein, chiSquare, jensenShannonDistance, meanShift, noDriftWasserstein, noDriftWassersteinLevel, psi, totalVariation, twoSidedNormalP, type MeanShift, type Moments,
+} from '../../../shared/drift/statistics.ts'
 import { binnedQuality, onBinEdge, type QualityFigures } from '../../../shared/quality.ts'
 import { PREDICTION_LOGIT_BOUND, clampedLogit, psiReference, type DriftThresholds, type EffectThresholds } from './baseline-format.ts'
 import type { ClampedSums, DriftCounts, FeatureCounts } from './counts.ts'
@@ -11,6 +13,18 @@ import { type AlertState, alertRule } from './alert-rule.ts'
 export const MIN_WINDOW_ROWS = 1_000
 /** Share of critical features that makes the whole input critical. */
 export const DATASET_CRITICAL_SHARE = 0.3
+/**
+ * The least category shift worth an alert, in total variation: 2Φ(0.05) − 1, the TVD between two
+ * unit normals 0.1 sd apart, so the categorical gate asks for the same least effect as the
+ * numeric one's floor (SMD 0.1).
+ */
+export const MIN_TVD = 0.04
+/**
+ * The categorical evidence levels, as chi-square p-values: the false-alarm rate per undrifted
+ * window of the numeric gate's floors, |z| ≥ 3 (warning) and ≥ 4 (critical).
+ */
+export const CATEGORY_P_WARNING = twoSidedNormalP(3)
+export const CATEGORY_P_CRITICAL = twoSidedNormalP(4)
 
 export interface Rate {
   reference: number
@@ -29,10 +43,32 @@ export type EffectSize = {
   z: number | null
   /** Wasserstein-1 between the binned distributions (even within a bin) over the reference sd. */
   wasserstein: number | null
+  /**
+   * Levels of `wasserstein` for this window's rows: where an undrifted window stays except with the
+   * false-alarm rate of |z| ≥ z_warning (z_critical); null when the window cannot tell.
+   */
+  wasserstein_thresholds: { warning: number; critical: number } | null
   mean: { reference: number; observed: number | null }
   sd: { reference: number; observed: number | null }
   thresholds: Pick<EffectThresholds, 'min_effect' | 'z_warning' | 'z_critical'>
-  /** Critical (warning) when |smd| ≥ min_effect and |z| ≥ z_critical (z_warning). */
+  /**
+   * The worse of two gates. Location: |smd| ≥ min_effect and |z| ≥ z_critical (z_warning).
+   * Shape (a scale change, a split a mean does not show): wasserstein ≥ min_effect (W1 over the
+   * sd of a pure location shift is |smd|, so the same least effect) and ≥ its critical (warning) level.
+   */
+  verdict: Verdict
+  smd_verdict: Verdict
+  wasserstein_verdict: Verdict
+}
+
+/**
+ * A categorical feature's shift: total variation (the size) gated by the chi-square test of the
+ * same cells (the evidence). Critical (warning) when tvd ≥ min_tvd and p ≤ p_critical (p_warning).
+ */
+export type CategoryShift = {
+  tvd: number
+  p_value: number
+  thresholds: { min_tvd: number; p_warning: number; p_critical: number }
   verdict: Verdict
 }
 
@@ -42,7 +78,7 @@ export type DistributionDrift = {
   psi: number
   js_distance: number
   thresholds: { warning: number; critical: number }
-  /** The worse of PSI's verdict and, where there is one, the effect size's. */
+  /** The worst of PSI's verdict and, where there is one, the effect size's (numeric) or the category shift's (categorical). */
   verdict: Verdict
   /** Critical windows in a row, ending with this one. */
   consecutive_critical: number
@@ -51,6 +87,8 @@ export type DistributionDrift = {
   /** Every window evaluated, oldest first, each with its own PSI (SMD and z) and verdict; the last is the current one. */
   windows: DriftWindow[]
   effect_size?: EffectSize
+  /** Categorical features (booleans too): total variation over the PSI cells, gated by chi-square. */
+  category_shift?: CategoryShift
 }
 
 export type FeatureDrift = DistributionDrift & {
@@ -120,6 +158,29 @@ export const effectVerdictOf = (rows: number, shift: MeanShift | undefined, { mi
   return z >= z_critical ? 'critical' : z >= z_warning ? 'warning' : 'ok'
 }
 
+/** The shape gate: Wasserstein-1 over the reference sd against the least effect and its no-drift levels. */
+export const wassersteinVerdictOf = (rows: number, distance: number | null, levels: EffectSize['wasserstein_thresholds'], minEffect: number): Verdict => {
+  if (rows < MIN_WINDOW_ROWS) return 'insufficient'
+  if (distance === null || levels === null || distance < minEffect) return 'ok'
+  return distance >= levels.critical ? 'critical' : distance >= levels.warning ? 'warning' : 'ok'
+}
+
+/** The categorical gate: both the size (TVD) and the evidence (chi-square p-value) must open. */
+export const categoryVerdictOf = (rows: number, tvd: number, pValue: number): Verdict =>
+  rows < MIN_WINDOW_ROWS ? 'insufficient' : tvd < MIN_TVD ? 'ok' : pValue <= CATEGORY_P_CRITICAL ? 'critical' : pValue <= CATEGORY_P_WARNING ? 'warning' : 'ok'
+
+/** A categorical window's shift against the reference cells. */
+export const categoryShift = (reference: readonly number[], observed: readonly number[]): CategoryShift => {
+  const tvd = totalVariation(reference, observed)
+  const { pValue } = chiSquare(reference, observed)
+  return {
+    tvd,
+    p_value: pValue,
+    thresholds: { min_tvd: MIN_TVD, p_warning: CATEGORY_P_WARNING, p_critical: CATEGORY_P_CRITICAL },
+    verdict: categoryVerdictOf(sum(observed), tvd, pValue),
+  }
+}
+
 /** Mean and sd of `n` values from their clamped sums (population sd, as the baseline's). */
 const momentsOf = (n: number, { low, sum: total, sum_squares }: ClampedSums): Moments => {
   if (n === 0) return { n, mean: Number.NaN, sd: Number.NaN }
@@ -145,26 +206,58 @@ interface EffectInput {
 /** A window's span, the minutes its counts cover. */
 type Span = Pick<DriftCounts, 'from_minute' | 'to_minute'>
 
+/** One window's shape statistic: Wasserstein-1 over the reference sd, with its no-drift levels for the window's rows. */
+interface Shape {
+  distance: number | null
+  levels: EffectSize['wasserstein_thresholds']
+}
+
+/** Each effect window's shape statistic; the no-drift spread depends on the reference alone, so it is taken once. */
+const shapesOf = (effect: EffectInput): Shape[] => {
+  const { reference, thresholds, bounds, referenceBins } = effect
+  const spread = reference.sd > 0 ? noDriftWasserstein(bounds, referenceBins) : undefined
+  return effect.windows.map(({ moments, bins }) => {
+    if (!spread || moments.n === 0) return { distance: null, levels: null }
+    const level = (z: number) => noDriftWassersteinLevel(spread, moments.n, reference.n, z) / reference.sd
+    return {
+      distance: binnedWasserstein(bounds, referenceBins, bins) / reference.sd,
+      levels: { warning: level(thresholds.z_warning), critical: level(thresholds.z_critical) },
+    }
+  })
+}
+
 /**
  * PSI and its verdict for each window (oldest first), with the effect size's where there is one
- * (`effect.windows` pairs with `windows`), and the alert rule run over the worse of the two.
+ * (`effect.windows` pairs with `windows`: the location and shape gates) or the category shift's
+ * (`categorical`), and the alert rule run over the worst of them.
  */
 const distribution = (
   reference: readonly number[], windows: readonly (readonly number[])[], spans: readonly Span[], thresholds: Pick<DriftThresholds, 'warning' | 'critical'>,
-  effect?: EffectInput,
+  gates: { effect?: EffectInput; categorical?: boolean } = {},
 ): DistributionDrift => {
+  const { effect, categorical = false } = gates
   let state: AlertState = alertRule.initial
   const shifts = effect?.windows.map((w) => meanShift(effect.reference, w.moments))
+  const shapes = effect && shapesOf(effect)
+  const categories = categorical ? windows.map((observed) => categoryShift(reference, observed)) : undefined
   const history = windows.map((observed, i): DriftWindow => {
     const rows = sum(observed)
     const value = psi(reference, observed)
     const span = { from_minute: spans[i].from_minute, to_minute: spans[i].to_minute, rows, psi: value }
-    const psiVerdict = verdictOf(rows, value, thresholds)
-    const shift = shifts?.[i]
-    const window: DriftWindow = effect === undefined
-      ? { ...span, verdict: psiVerdict }
-      : { ...span, verdict: worse(psiVerdict, effectVerdictOf(rows, shift, effect.thresholds)), smd: shift?.smd ?? null, z: shift?.z ?? null }
-    state = alertRule.next(state, window.verdict)
+    let verdict = verdictOf(rows, value, thresholds)
+    const window: DriftWindow = { ...span, verdict }
+    if (effect && shifts && shapes) {
+      const shift = shifts[i]
+      const shape = shapes[i]
+      verdict = worse(verdict, worse(effectVerdictOf(rows, shift, effect.thresholds), wassersteinVerdictOf(rows, shape.distance, shape.levels, effect.thresholds.min_effect)))
+      Object.assign(window, { smd: shift?.smd ?? null, z: shift?.z ?? null, wasserstein: shape.distance })
+    }
+    if (categories) {
+      verdict = worse(verdict, categories[i].verdict)
+      window.tvd = categories[i].tvd
+    }
+    window.verdict = verdict
+    state = alertRule.next(state, verdict)
     return window
   })
   const last = history[history.length - 1]
@@ -180,24 +273,30 @@ const distribution = (
     alerting: state.alerting,
     windows: history,
   }
-  if (effect && shifts) drift.effect_size = effectSize(effect, shifts[shifts.length - 1], last.rows)
+  if (effect && shifts && shapes) drift.effect_size = effectSize(effect, shifts[shifts.length - 1], shapes[shapes.length - 1], last.rows)
+  if (categories) drift.category_shift = categories[categories.length - 1]
   return drift
 }
 
 /** The current window's effect size, in full. */
-const effectSize = ({ reference, thresholds, bounds, referenceBins, windows }: EffectInput, shift: MeanShift | undefined, rows: number): EffectSize => {
+const effectSize = ({ reference, thresholds, windows }: EffectInput, shift: MeanShift | undefined, shape: Shape, rows: number): EffectSize => {
   const window = windows[windows.length - 1]
   const told = window.moments.n > 0
   const { min_effect, z_warning, z_critical } = thresholds
+  const smdVerdict = effectVerdictOf(rows, shift, thresholds)
+  const wassersteinVerdict = wassersteinVerdictOf(rows, shape.distance, shape.levels, min_effect)
   return {
     smd: shift?.smd ?? null,
     se: shift?.se ?? null,
     z: shift?.z ?? null,
-    wasserstein: reference.sd > 0 && told ? binnedWasserstein(bounds, referenceBins, window.bins) / reference.sd : null,
+    wasserstein: shape.distance,
+    wasserstein_thresholds: shape.levels,
     mean: { reference: reference.mean, observed: told ? window.moments.mean : null },
     sd: { reference: reference.sd, observed: told ? window.moments.sd : null },
     thresholds: { min_effect, z_warning, z_critical },
-    verdict: effectVerdictOf(rows, shift, thresholds),
+    verdict: worse(smdVerdict, wassersteinVerdict),
+    smd_verdict: smdVerdict,
+    wasserstein_verdict: wassersteinVerdict,
   }
 }
 
@@ -230,7 +329,7 @@ const featureDrift = (baseline: ReportBaseline['features'][number], important: b
     name: baseline.name,
     kind: current.kind,
     important,
-    ...distribution(reference, vectors, spans, baseline.thresholds, effect),
+    ...distribution(reference, vectors, spans, baseline.thresholds, { effect, categorical: baseline.kind === 'categorical' }),
     chi_square: { statistic, df, p_value: pValue },
     missing_rate: { ...missing, delta: missing.observed - missing.reference },
   }
@@ -314,7 +413,7 @@ export const driftReport = (baseline: ReportBaseline, importantFeatures: Readonl
     },
     features,
     prediction: {
-      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), windows, baseline.prediction.thresholds, predictionEffect(baseline.prediction, windows)),
+      ...distribution(baseline.prediction.counts, windows.map((w) => w.prediction.counts), windows, baseline.prediction.thresholds, { effect: predictionEffect(baseline.prediction, windows) }),
       counts: current.prediction.counts,
       baseline_counts: baseline.prediction.counts,
       class_counts: current.prediction.class_counts,

@@ -45,6 +45,7 @@ const main = async () => {
     const all = scenarios({
       debt_ratio: moments(reference.map((a) => a.debt_ratio)),
       credit_utilization: moments(reference.map((a) => a.credit_utilization)),
+      age: moments(reference.map((a) => a.age)),
     })
     const [quiet, ...drifts] = all
     const names = [...bench.spec.features.map((f) => f.name), 'prediction']
@@ -86,9 +87,11 @@ const main = async () => {
       const worst = Math.max(...toAlert)
       const med = median(toAlert)
       const within = toAlert.filter((n) => n <= WORST_TARGET).length
-      const verdict = scenario.required ? (med <= MEDIAN_TARGET && worst <= WORST_TARGET ? 'PASS' : 'MISS') : 'reported'
       const show = (n: number) => (Number.isFinite(n) ? String(n) : `>${MAX_WINDOWS}`)
-      driftRows.push([scenario.name, scenario.watch, show(med), show(worst), `${within}/${STREAMS}`, verdict])
+      const quietAlerts = alerts.get(scenario.watch) ?? 0
+      const silent = quietAlerts === 0
+      const verdict = scenario.required ? (med <= MEDIAN_TARGET && worst <= WORST_TARGET && silent ? 'PASS' : 'MISS') : 'reported'
+      driftRows.push([scenario.name, scenario.watch, show(med), show(worst), `${within}/${STREAMS}`, String(quietAlerts), verdict])
     }
 
     progress('counting cost')
@@ -97,8 +100,8 @@ const main = async () => {
       `No drift: ${STREAMS} streams × ${QUIET_WINDOWS} windows of ${WINDOW_ROWS} rows (credit-risk v2, its baseline's thresholds). Targets: ≤ ${pct(QUIET_CRITICAL_TARGET)} critical windows and 0 alerts per feature.`,
       formatTable(['feature', 'windows', 'critical', 'alerts', 'target'], quietRows, ['left', 'right', 'right', 'right', 'left']),
       '',
-      `Windows to alert (3 critical in a row), ${STREAMS} streams per scenario, ${WINDOW_ROWS} rows per window. Targets (required rows): median ≤ ${MEDIAN_TARGET}, every stream within ${WORST_TARGET}.`,
-      formatTable(['scenario', 'watched', 'median', 'worst', `alerted ≤ ${WORST_TARGET}`, 'target'], driftRows, ['left', 'left', 'right', 'right', 'right', 'left']),
+      `Windows to alert (3 critical in a row), ${STREAMS} streams per scenario, ${WINDOW_ROWS} rows per window. Targets (required rows): median ≤ ${MEDIAN_TARGET}, every stream within ${WORST_TARGET}, and no alert on the watched feature in the no-drift streams (clean alerts).`,
+      formatTable(['scenario', 'watched', 'median', 'worst', `alerted ≤ ${WORST_TARGET}`, 'clean alerts', 'target'], driftRows, ['left', 'left', 'right', 'right', 'right', 'right', 'left']),
       '',
       `Counting on the hot path (DriftCounter.record, ${bench.spec.features.length} features, 50 windows × 5 rounds): ${cost.usPerRow.toFixed(3)} µs per row = ${cost.usPerFeatureRow.toFixed(3)} µs per feature per row (target < 1 µs) → ${cost.usPerFeatureRow < 1 ? 'PASS' : 'MISS'}.`,
       `Streams: generateApplicants (the training generator) with seeds far from the training and calibration seeds; predictions by onnxruntime on models/credit-risk/2/model.onnx.`,

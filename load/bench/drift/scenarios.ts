@@ -26,13 +26,28 @@ const logit = (p: number) => Math.log(p / (1 - p))
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x))
 
 /** Mean and spread of the watched numeric features in the reference sample, for σ-sized shifts. */
-export const scenarios = ({ debt_ratio: debt, credit_utilization: utilization }: Record<'debt_ratio' | 'credit_utilization', Moments>): Scenario[] => [
+export const scenarios = ({ debt_ratio: debt, credit_utilization: utilization, age }: Record<'debt_ratio' | 'credit_utilization' | 'age', Moments>): Scenario[] => [
   { name: 'no drift', watch: '*', required: true },
   { name: 'mean shift 0.25σ (debt_ratio)', watch: 'debt_ratio', required: true, applicant: (a) => ({ ...a, debt_ratio: a.debt_ratio + 0.25 * debt.sd }) },
   { name: 'mean shift 0.5σ (debt_ratio)', watch: 'debt_ratio', required: true, applicant: (a) => ({ ...a, debt_ratio: a.debt_ratio + 0.5 * debt.sd }) },
   {
     name: 'scale 1.5× (credit_utilization)', watch: 'credit_utilization', required: true,
     applicant: (a) => ({ ...a, credit_utilization: utilization.mean + 1.5 * (a.credit_utilization - utilization.mean) }),
+  },
+  // The mean stays put: only the shape gate (Wasserstein-1) can tell.
+  {
+    name: 'scale 1.25× (credit_utilization)', watch: 'credit_utilization', required: true,
+    applicant: (a) => ({ ...a, credit_utilization: utilization.mean + 1.25 * (a.credit_utilization - utilization.mean) }),
+  },
+  {
+    // Two modes 1.6 sd apart, each 0.6 times as wide: the same mean and sd as before.
+    name: 'bimodal split (age)', watch: 'age', required: true,
+    applicant: (a, draw) => ({ ...a, age: age.mean + (draw() < 0.5 ? -0.8 : 0.8) * age.sd + 0.6 * (a.age - age.mean) }),
+  },
+  {
+    // Known categories only, about 6% of all rows moved (TVD ≈ 0.06): PSI stays near 0.05.
+    name: 'category shift 22% of north → central (region)', watch: 'region', required: true,
+    applicant: (a, draw) => (a.region === 'north' && draw() < 0.22 ? { ...a, region: 'central' } : a),
   },
   {
     // The tensor's __unseen__ column: what the edge encodes for a category the spec does not list.

@@ -17,6 +17,9 @@ export const effectLevels = {
   no_drift: { held_out_windows: 40, z_mean: 0, z_sd: 1, max_abs_smd: 0 },
 }
 
+/** Effect-size levels no effect reaches (min |SMD| and W1 infinite): where a test's verdicts are PSI's alone. */
+export const shutEffectLevels = { ...effectLevels, min_effect: Number.POSITIVE_INFINITY }
+
 /** Clamped sums (see ClampedSums) of `n` values with this mean and population sd. */
 export const sumsOf = (n: number, mean: number, sd: number, low: number, high: number) => ({
   low,

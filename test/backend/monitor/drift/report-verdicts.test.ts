@@ -2,9 +2,12 @@ import { describe, expect, it } from 'vitest'
 import type { DriftCounts } from '../../../../backend/monitor/drift/counts.ts'
 import { driftReport, verdictOf } from '../../../../backend/monitor/drift/report.ts'
 import type { ReportBaseline } from '../../../../backend/monitor/drift/report-baseline.ts'
-import { effectLevels, psiLevels, sumsOf } from './psi-levels.ts'
+import { psiLevels, shutEffectLevels, sumsOf } from './psi-levels.ts'
 
-/** Six numeric features alike, each over 3 bins of 300/400/300 reference rows; PSI levels 0.1 / 0.2. */
+/**
+ * Six numeric features alike, each over 3 bins of 300/400/300 reference rows; PSI levels 0.1 / 0.2.
+ * The effect gates are shut (the moved bins would open the shape gate): these verdicts are PSI's.
+ */
 const NAMES = ['f1', 'f2', 'f3', 'f4', 'f5', 'f6']
 const levels = psiLevels(0.1, 0.2)
 const six: ReportBaseline = {
@@ -12,13 +15,13 @@ const six: ReportBaseline = {
   model: 'm',
   version: 1,
   rows: 1000,
-  features: NAMES.map((name) => ({ name, kind: 'numeric' as const, edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: levels, effect_size: { mean: 1.5, sd: 0.8, thresholds: effectLevels } })),
+  features: NAMES.map((name) => ({ name, kind: 'numeric' as const, edges: [1, 2], counts: [300, 400, 300], min: 0, max: 3, missing: 0, missing_rate: 0, thresholds: levels, effect_size: { mean: 1.5, sd: 0.8, thresholds: shutEffectLevels } })),
   prediction: {
     edges: [0.5],
     counts: [700, 300],
     class_counts: { no: 700, yes: 300 },
     thresholds: levels,
-    effect_size: { mean: -1, sd: 2, thresholds: effectLevels },
+    effect_size: { mean: -1, sd: 2, thresholds: shutEffectLevels },
     calibration: { positives: [140, 240], mean_probability: [0.2, 0.8] },
   },
 }

@@ -5,7 +5,7 @@ import type { ReportBaseline } from '../../../../backend/monitor/drift/report-ba
 import { BackendMonitor } from '../../../../edge/rollout/backend-monitor.ts'
 import { controllerDriftReport } from '../../../../shared/drift/report.ts'
 import { psi } from '../../../../shared/drift/statistics.ts'
-import { effectLevels, psiLevels, sumsOf } from './psi-levels.ts'
+import { effectLevels, psiLevels, shutEffectLevels, sumsOf } from './psi-levels.ts'
 
 const thresholds = psiLevels
 /** x's reference moments over [0, 3], and the prediction logit's. */
@@ -31,6 +31,8 @@ const baseline: ReportBaseline = {
     calibration: { positives: [140, 240], mean_probability: [0.2, 0.8] },
   },
 }
+
+const x0 = baseline.features[0] as Extract<ReportBaseline['features'][number], { kind: 'numeric' }>
 
 interface Window {
   x: number[] // [missing, below, b0, b1, b2, above]
@@ -100,7 +102,8 @@ describe('driftReport', () => {
     expect(x.windows[0].psi).toBeCloseTo(0, 12)
     // The thin window moved far, yet 100 rows say nothing.
     expect(x.windows[1].psi).toBeGreaterThan(x.thresholds.critical)
-    expect(x.windows[2]).toEqual({ from_minute: 100, to_minute: 114, rows: x.rows, psi: x.psi, verdict: x.verdict, smd: 0, z: 0 })
+    // W1 by hand: the cumulative share gaps at 0, 1, 2, 3 are 0, 0.2, 0.3, 0; trapezoids 0.1 + 0.25 + 0.15 = 0.5, over sd 0.8.
+    expect(x.windows[2]).toEqual({ from_minute: 100, to_minute: 114, rows: x.rows, psi: x.psi, verdict: x.verdict, smd: 0, z: 0, wasserstein: expect.closeTo(0.625, 12) })
     expect(c.windows.map((w) => w.verdict)).toEqual(['ok', 'insufficient', 'ok'])
 
     // The prediction's history over the same windows, and the baseline's histogram beside the live one.
@@ -115,14 +118,20 @@ describe('driftReport', () => {
   it('gives each window the verdict of its own PSI against the feature\'s thresholds', () => {
     // x's PSI levels are 0.1 / 0.2, c's 0.1 / 0.25: c's PSI of about 0.2 is a warning, where on x it would be critical.
     const moderate: Window = { x: [0, 0, 150, 400, 450, 0], c: [0, 380, 600, 20, 0] }
-    const report = driftReport(baseline, new Set(), [counts(shifted, 55), counts(moderate, 70), counts(steady, 85)])
-    for (const f of report.features) {
-      const expected = f.windows.map((w) => (w.psi >= f.thresholds.critical ? 'critical' : w.psi >= f.thresholds.warning ? 'warning' : 'ok'))
-      expect(f.windows.map((w) => w.verdict), f.name).toEqual(expected)
-    }
-    expect(report.features[0].windows.map((w) => w.verdict)).toEqual(['critical', 'warning', 'ok'])
-    expect(report.features[1].windows[1].psi).toBeGreaterThan(report.features[0].thresholds.critical)
-    expect(report.features[1].windows.map((w) => w.verdict)).toEqual(['ok', 'warning', 'ok'])
+    // x's effect gates shut, so its verdicts are PSI's alone.
+    const psiOnly: ReportBaseline = { ...baseline, features: [{ ...x0, effect_size: { ...x0.effect_size, thresholds: shutEffectLevels } }, baseline.features[1]] }
+    const report = driftReport(psiOnly, new Set(), [counts(shifted, 55), counts(moderate, 70), counts(steady, 85)])
+    const [x, c] = report.features
+    const expected = x.windows.map((w) => (w.psi >= x.thresholds.critical ? 'critical' : w.psi >= x.thresholds.warning ? 'warning' : 'ok'))
+    expect(x.windows.map((w) => w.verdict)).toEqual(expected)
+    expect(x.windows.map((w) => w.verdict)).toEqual(['critical', 'warning', 'ok'])
+    // c's PSI is past x's critical level yet inside its own warning band ...
+    expect(c.windows[1].psi).toBeGreaterThan(x.thresholds.critical)
+    expect(c.windows[1].psi).toBeGreaterThanOrEqual(c.thresholds.warning)
+    expect(c.windows[1].psi).toBeLessThan(c.thresholds.critical)
+    // ... and the category gate, not PSI, makes it critical: 22% of rows moved from a to b.
+    expect(c.windows[1].tvd).toBeCloseTo(0.22, 12)
+    expect(c.windows.map((w) => w.verdict)).toEqual(['ok', 'critical', 'ok'])
   })
 
   it('makes the dataset critical when 30% of features are, or any important one is', () => {
