@@ -10,7 +10,7 @@ import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
 import { queueDepthQuery } from '../k8s/autoscaling.ts'
 import { defaultConfig, type ClusterConfig } from '../k8s/config.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../k8s/sizing.ts'
-import { LATENCY_SLO, QUEUE_FILL, QUEUE_FILL_WARNING, sloErrorRatio } from './rules.ts'
+import { LATENCY_SLO, QUEUE_FILL, QUEUE_FILL_WARNING, SHADOW_RECORDINGS, sloErrorRatio } from './rules.ts'
 
 export const DATASOURCE_VARIABLE = 'datasource'
 const datasource = { type: 'prometheus', uid: `\${${DATASOURCE_VARIABLE}}` }
@@ -108,6 +108,12 @@ const driftPanels = () => [
     .max(100),
   timeseries('Rollout decisions', 'short', [[`sum by (action) (increase(${DECISIONS_METRIC}{${MODEL}}[$__rate_interval]))`, '{{action}}']])
     .drawStyle(common.GraphDrawStyle.Bars),
+  // The shadow against what clients were served, from the recording rules (5 min windows).
+  timeseries('Shadow label agreement', 'percentunit', [[`${SHADOW_RECORDINGS.agreement}{${MODEL}}`, 'shadow v{{shadow_version}} vs v{{version}}']]).min(0).max(1),
+  timeseries('Shadow |Δp| mean and p99', 'short', [
+    [`${SHADOW_RECORDINGS.meanDiff}{${MODEL}}`, 'mean shadow v{{shadow_version}} vs v{{version}}'],
+    [`${SHADOW_RECORDINGS.p99Diff}{${MODEL}}`, 'p99 shadow v{{shadow_version}} vs v{{version}}'],
+  ]),
 ]
 
 const rows = (c: ClusterConfig): Array<[title: string, panels: Array<TimeseriesPanel | HeatmapPanel | StateTimelinePanel>]> => [

@@ -1,12 +1,13 @@
 import { NORMALIZATION_FIXES_METRIC, NORMALIZED_METRIC } from '../../edge/exposition/normalization.ts'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/exposition/requests.ts'
+import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
 
 /**
  * Where the series the rules and the dashboard read come from, beyond the backend's own
  * registry (backend/monitor/metrics.ts), which the tests read from a running backend.
  */
 
-/** The edge worker's `/metrics` (admin key): request counts and latency per variant, rollout state, input normalization. */
+/** The edge worker's `/metrics` (admin key): request counts and latency per variant, rollout state, input normalization, shadow comparison. */
 export const EDGE_METRICS = [
   REQUESTS_METRIC,
   DURATION_METRIC,
@@ -14,6 +15,9 @@ export const EDGE_METRICS = [
   DECISIONS_METRIC,
   NORMALIZED_METRIC,
   NORMALIZATION_FIXES_METRIC,
+  SHADOW_ROWS_METRIC,
+  SHADOW_AGREEING_METRIC,
+  SHADOW_DIFF_METRIC,
 ] as const
 
 /** Series no part of edge-infer exports, and who does. */

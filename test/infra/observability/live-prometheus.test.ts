@@ -133,6 +133,8 @@ describe('rules and dashboard against a live Prometheus', () => {
       salt: 'observability',
       arms: [{ variant: 'stable', version: 1, weight: 50 }, { variant: 'canary', version: 2, weight: 50 }],
       canary: { variant: 'canary', baseline_variant: 'stable' },
+      // The stable arm's requests also go to v2: the shadow-comparison series and rules get data.
+      shadow: { version: 2, percent: 100 },
     })
     // Fewer rows per version than a drift window needs for a verdict: "insufficient", never an alert.
     expect(Object.keys(await predicts(60)).sort()).toEqual(['200 canary', '200 stable'])
