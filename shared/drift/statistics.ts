@@ -410,9 +410,17 @@ export const noDriftWasserstein = (bounds: readonly number[], reference: readonl
 }
 
 /**
- * Where Wasserstein-1 of an undrifted window of `n` rows against `m` reference rows lands `z` of
- * its sds above its mean: the level at which W1 is as unlikely without drift as z is on the
- * location gate (a normal approximation; L is somewhat right-skewed).
+ * Where Wasserstein-1 of an undrifted window of `n` rows against `m` reference rows stays except
+ * with probability `p`, in the units of the bounds. L is positive and right-skewed, so its upper
+ * tail is taken from the gamma law with L's mean and variance (a scaled χ², Satterthwaite), not
+ * from the normal's, which would put the level too low.
  */
-export const noDriftWassersteinLevel = (spread: WassersteinNull, n: number, m: number, z: number): number =>
-  n > 0 && m > 0 ? Math.sqrt(1 / n + 1 / m) * (spread.mean + z * spread.sd) : Number.POSITIVE_INFINITY
+export const noDriftWassersteinLevel = (spread: WassersteinNull, n: number, m: number, p: number): number => {
+  if (!(n > 0 && m > 0) || !(spread.mean > 0)) return Number.POSITIVE_INFINITY
+  const scale = Math.sqrt(1 / n + 1 / m)
+  if (!(spread.sd > 0)) return scale * spread.mean
+  // L ≈ a·χ²_k with a·k = mean and 2a²k = variance.
+  const a = spread.sd ** 2 / (2 * spread.mean)
+  const k = (2 * spread.mean ** 2) / spread.sd ** 2
+  return scale * a * chiSquareQuantile(1 - p, k)
+}

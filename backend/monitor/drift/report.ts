@@ -218,7 +218,7 @@ const shapesOf = (effect: EffectInput): Shape[] => {
   const spread = reference.sd > 0 ? noDriftWasserstein(bounds, referenceBins) : undefined
   return effect.windows.map(({ moments, bins }) => {
     if (!spread || moments.n === 0) return { distance: null, levels: null }
-    const level = (z: number) => noDriftWassersteinLevel(spread, moments.n, reference.n, z) / reference.sd
+    const level = (z: number) => noDriftWassersteinLevel(spread, moments.n, reference.n, twoSidedNormalP(z)) / reference.sd
     return {
       distance: binnedWasserstein(bounds, referenceBins, bins) / reference.sd,
       levels: { warning: level(thresholds.z_warning), critical: level(thresholds.z_critical) },
