@@ -65,7 +65,8 @@ const logFailure = (msg: string, model: string) => (err: unknown): undefined => 
 /**
  * The edge prediction cache (docs/prediction-cache.md), for models whose rollout has a `cache`
  * block. Runs after routing: each distinct row is looked up under the version the request was
- * routed to (pin, arm or canary) and the SHA-256 of its encoded tensor row. When every row is
+ * routed to (pin, arm or canary) and the SHA-256 of its encoded tensor row, in the isolate's
+ * own rows first, then the colo's Cache API. When every row is
  * found, forward makes no call and the answer is the cache's (`X-Cache: HIT`, served by the
  * edge); otherwise the whole batch is forwarded (`X-Cache: MISS`), so one answer always comes
  * from one version, and each row of a 200 answer is written under the version that answered it

@@ -9,6 +9,7 @@ import { type CachedRow, rowKey } from '../../../../edge/stores/prediction-cache
 import { CACHE_NAME, cacheUrl } from '../../../../edge/stores/prediction-cache/workers-cache.ts'
 import { encodeInstance, featureSpec, specWidth } from '../../../../shared/feature-spec.ts'
 import { startWorker, type RunningWorker } from '../../support/workerd.ts'
+import { promtoolCheckMetrics } from '../request-metrics/promtool.ts'
 import { edgeClient, type EdgeClient, type Schemas, replaceRollout } from '../../../support/client.ts'
 import { startStack, type Stack } from '../../../support/stack.ts'
 
@@ -297,6 +298,7 @@ describe('the edge prediction cache, in workerd', () => {
     expect(await metricSum('edge_infer_edge_cache_hits_total{model="credit-risk",version="2"}')).toBe(hits + 2)
     expect(await metricSum('edge_infer_edge_cache_misses_total{model="credit-risk",version="2"}')).toBeGreaterThanOrEqual(misses + 2)
     expect(await metricSum('edge_infer_edge_requests_total{model="credit-risk",version="2",variant="stable",status_class="2xx",code="200",served_by="edge"}')).toBe(edgeServed + 1)
+    expect(await promtoolCheckMetrics((await ops.api.GET('/metrics', { parseAs: 'text' })).data!)).toEqual({ code: 0, findings: '' })
   })
 
   it('keeps rows in the colo\'s Cache API under the documented key, and answers rows found only there', async () => {
