@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import {
-  binIndex, binnedKs, binnedWasserstein, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, meanShift, psi,
+  binIndex, binnedKs, binnedWasserstein, chiSquare, chiSquareQuantile, chiSquareSf, jensenShannonDistance, kolmogorovSf, meanShift,
+  noDriftWasserstein, noDriftWassersteinLevel, psi, totalVariation, twoSidedNormalP,
 } from '../../../shared/drift/statistics.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 
 /**
  * Reference values from Debian python3-scipy 1.17.1: `kstwobign.sf`, `chi2.sf`, `chi2.ppf`,
@@ -231,5 +233,84 @@ describe('binIndex', () => {
   })
   it('puts everything in bin 0 when there are no edges', () => {
     expect(binIndex([], 42)).toBe(0)
+  })
+})
+
+describe('totalVariation and chi-square on a small table, by hand', () => {
+  // Shares 0.1 0.2 0.3 0.4 against 0.2 0.2 0.2 0.4.
+  const reference = [10, 20, 30, 40]
+  const observed = [20, 20, 20, 40]
+
+  it('is half the summed share gaps: ½ (0.1 + 0 + 0.1 + 0) = 0.1', () => {
+    expect(totalVariation(reference, observed)).toBeCloseTo(0.1, 15)
+    expect(totalVariation(observed, reference)).toBeCloseTo(0.1, 15)
+    expect(totalVariation([5, 0], [0, 7])).toBe(1)
+    expect(totalVariation([3, 4], [6, 8])).toBe(0)
+    expect(totalVariation([0, 0], [1, 2])).toBe(0)
+  })
+
+  it('χ² of the 2×4 table: expected counts 15 20 25 40 per row, 2·(25/15 + 25/25) = 16/3 on 3 df', () => {
+    const { statistic, df, pValue } = chiSquare(reference, observed)
+    expect(statistic).toBeCloseTo(16 / 3, 12)
+    expect(df).toBe(3)
+    // scipy.stats.chi2.sf(16/3, 3)
+    expectRelative(pValue, 0.14895400671141998)
+  })
+
+  it('the z gate\'s false-alarm rates as p-values: 2Φ(−3), 2Φ(−4) (scipy.stats.norm.sf)', () => {
+    expectRelative(twoSidedNormalP(3), 0.0026997960632601866)
+    expectRelative(twoSidedNormalP(4), 6.334248366623973e-5)
+  })
+})
+
+describe('noDriftWasserstein', () => {
+  it('has the mean √(2/π)·∫ √(F(1 − F)) dx: √(2π)/8 for the uniform on [0, 1], twice that on [0, 2]', () => {
+    // ∫₀¹ √(u(1 − u)) du = π/8.
+    expect(noDriftWasserstein([0, 1], [7]).mean).toBeCloseTo(Math.sqrt(2 * Math.PI) / 8, 12)
+    expect(noDriftWasserstein([0, 1, 2], [3, 3]).mean).toBeCloseTo(Math.sqrt(2 * Math.PI) / 4, 12)
+    // All the mass in one of two bins: F is 1 over the second, which adds nothing.
+    expect(noDriftWasserstein([0, 1, 2], [5, 0]).mean).toBeCloseTo(Math.sqrt(2 * Math.PI) / 8, 12)
+    expect(noDriftWasserstein([0, 1], [0])).toEqual({ mean: 0, sd: 0 })
+    expect(() => noDriftWasserstein([0, 1], [1, 1])).toThrow(RangeError)
+  })
+
+  it('matches the spread of √(nm/(n + m))·W1 between undrifted uniform samples (simulated, seed 41)', () => {
+    const random = createRandom(41)
+    const n = 1000
+    const m = 4000
+    const draw = (k: number) => Float64Array.from({ length: k }, () => random.next()).sort()
+    const scaled: number[] = []
+    for (let rep = 0; rep < 400; rep++) {
+      const x = draw(n)
+      const y = draw(m)
+      // ∫ |F_n − G_m| over the merged jump points.
+      let i = 0
+      let j = 0
+      let at = 0
+      let w1 = 0
+      while (i < n || j < m) {
+        const next = j >= m || (i < n && x[i] <= y[j]) ? x[i] : y[j]
+        w1 += Math.abs(i / n - j / m) * (next - at)
+        at = next
+        if (j >= m || (i < n && x[i] <= y[j])) i++
+        else j++
+      }
+      scaled.push(Math.sqrt((n * m) / (n + m)) * w1)
+    }
+    const mean = scaled.reduce((a, b) => a + b, 0) / scaled.length
+    const sd = Math.sqrt(scaled.reduce((a, b) => a + (b - mean) ** 2, 0) / (scaled.length - 1))
+    const spread = noDriftWasserstein(Array.from({ length: 11 }, (_, k) => k / 10), new Array<number>(10).fill(100))
+    expect(Math.abs(spread.mean / mean - 1)).toBeLessThan(0.05)
+    expect(Math.abs(spread.sd / sd - 1)).toBeLessThan(0.15)
+    // Borell-TIS: L's sd is at most the distribution's, √(1/12).
+    expect(spread.sd).toBeLessThan(Math.sqrt(1 / 12))
+  })
+
+  it('puts the level at the scaled χ² quantile: mean 2, sd 2 is 1·χ²₂, whose upper p-quantile is −2 ln p', () => {
+    // n = m = 2: √(1/2 + 1/2) = 1.
+    expect(noDriftWassersteinLevel({ mean: 2, sd: 2 }, 2, 2, Math.exp(-3))).toBeCloseTo(6, 10)
+    expect(noDriftWassersteinLevel({ mean: 2, sd: 2 }, 8, 8, Math.exp(-3))).toBeCloseTo(3, 10)
+    expect(noDriftWassersteinLevel({ mean: 2, sd: 0 }, 2, 2, 0.01)).toBe(2)
+    expect(noDriftWassersteinLevel({ mean: 2, sd: 2 }, 0, 2, 0.01)).toBe(Number.POSITIVE_INFINITY)
   })
 })

@@ -40,7 +40,9 @@ const baseline: ReportBaseline = {
   ],
   prediction: {
     edges: [0.25, 0.5, 0.75],
-    counts: [REFERENCE / 4, REFERENCE / 4, REFERENCE / 4, REFERENCE / 4],
+    // N(0, 1.5)'s shares between the edges' logits ±ln 3: Φ(−ln 3 / 1.5) = 0.23196 (scipy.stats.norm.cdf), so the
+    // reference bins agree with the reference logit and an undrifted window leaves the shape gate shut.
+    counts: [231_960, 268_040, 268_040, 231_960],
     class_counts: { no: REFERENCE / 2, yes: REFERENCE / 2 },
     thresholds: psiLevels(0.1, 0.2),
     effect_size: { mean: 0, sd: 1.5, thresholds: effectLevels },
