@@ -219,7 +219,7 @@ export interface paths {
         };
         /**
          * The backend's drift report of a version
-         * @description Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend's label-free estimate.
+         * @description Per-feature statistics, thresholds and verdicts, passed through from the backend, with the realized quality of the feedback labels of the same minutes beside the backend's label-free estimate, and the edge's comparison of the version as a shadow with what clients were served.
          */
         get: operations["getDriftReport"];
         put?: never;
@@ -483,6 +483,23 @@ export interface components {
             shadow?: {
                 version: number;
                 percent: number;
+                promote?: {
+                    min_rows: number;
+                    min_agreement: number;
+                    max_error_rate: number;
+                    window_minutes: number;
+                    canary_percent: number;
+                    window?: {
+                        started_at: number;
+                        version: number;
+                        at_start: {
+                            rows: number;
+                            agreeing: number;
+                            calls: number;
+                            errors: number;
+                        };
+                    };
+                };
             };
             canary?: {
                 variant: string;
@@ -495,6 +512,9 @@ export interface components {
                 clean_streak?: number;
                 last_reason?: string;
                 seed?: string;
+            };
+            cache?: {
+                ttl_seconds: number;
             };
         };
         RolloutPut: components["schemas"]["RolloutInput"] | ({
@@ -712,6 +732,23 @@ export interface components {
             shadow?: {
                 version: number;
                 percent: number;
+                promote?: {
+                    min_rows: number;
+                    min_agreement: number;
+                    max_error_rate: number;
+                    window_minutes: number;
+                    canary_percent: number;
+                    window?: {
+                        started_at: number;
+                        version: number;
+                        at_start: {
+                            rows: number;
+                            agreeing: number;
+                            calls: number;
+                            errors: number;
+                        };
+                    };
+                };
             };
             canary?: {
                 variant: string;
@@ -724,6 +761,9 @@ export interface components {
                 clean_streak: number;
                 last_reason?: string;
                 seed?: string;
+            };
+            cache?: {
+                ttl_seconds: number;
             };
         };
         RolloutState: {
@@ -757,7 +797,7 @@ export interface components {
             /** @description "controller", or the name of the admin key that made a manual change */
             actor: string;
             /** @enum {string} */
-            action: "rollback" | "step" | "promote" | "hold" | "alert" | "manual";
+            action: "rollback" | "step" | "promote" | "hold" | "alert" | "start_canary" | "manual";
             variant: string | null;
             from_weight: number | null;
             to_weight: number | null;
@@ -848,7 +888,7 @@ export interface components {
                     rows: number;
                     psi: number;
                     /**
-                     * @description the worse of PSI's and (numeric features, predictions) the effect size's
+                     * @description the worst of PSI's, (numeric features, predictions) the effect size's location and shape gates, and (categorical features) the category shift's
                      * @enum {string}
                      */
                     verdict: "ok" | "warning" | "critical" | "insufficient";
@@ -856,7 +896,50 @@ export interface components {
                     smd?: number | null;
                     /** @description smd over its standard error */
                     z?: number | null;
+                    /** @description Wasserstein-1 against the baseline over its sd (numeric features, logit of the predictions); null when the window cannot tell */
+                    wasserstein?: number | null;
+                    /** @description total variation distance against the baseline (categorical features) */
+                    tvd?: number;
                 }[];
+                /** @description numeric features: the current window's effect size; `verdict` the worse of its two gates */
+                effect_size?: {
+                    /** @description Wasserstein-1 against the baseline over its sd */
+                    wasserstein: number | null;
+                    /** @description no-drift bounds of `wasserstein` for this window's rows, at the false-alarm rate of |z| ≥ z_warning (z_critical) */
+                    wasserstein_thresholds: {
+                        warning: number;
+                        critical: number;
+                    } | null;
+                    /**
+                     * @description the location gate: |smd| ≥ min_effect and |z| ≥ z_warning (z_critical)
+                     * @enum {string}
+                     */
+                    smd_verdict: "ok" | "warning" | "critical" | "insufficient";
+                    /**
+                     * @description the shape gate: wasserstein ≥ min_effect and ≥ its warning (critical) bound
+                     * @enum {string}
+                     */
+                    wasserstein_verdict: "ok" | "warning" | "critical" | "insufficient";
+                } & {
+                    [key: string]: unknown;
+                };
+                /** @description categorical features: the current window's category shift */
+                category_shift?: {
+                    /** @description total variation distance: the share of rows that changed cell */
+                    tvd: number;
+                    /** @description chi-square test of homogeneity over the same cells */
+                    p_value: number;
+                    thresholds: {
+                        min_tvd: number;
+                        p_warning: number;
+                        p_critical: number;
+                    };
+                    /**
+                     * @description tvd ≥ min_tvd and p_value ≤ p_warning (p_critical)
+                     * @enum {string}
+                     */
+                    verdict: "ok" | "warning" | "critical" | "insufficient";
+                };
             } & {
                 [key: string]: unknown;
             })[];
@@ -872,7 +955,7 @@ export interface components {
                     rows: number;
                     psi: number;
                     /**
-                     * @description the worse of PSI's and (numeric features, predictions) the effect size's
+                     * @description the worst of PSI's, (numeric features, predictions) the effect size's location and shape gates, and (categorical features) the category shift's
                      * @enum {string}
                      */
                     verdict: "ok" | "warning" | "critical" | "insufficient";
@@ -880,6 +963,10 @@ export interface components {
                     smd?: number | null;
                     /** @description smd over its standard error */
                     z?: number | null;
+                    /** @description Wasserstein-1 against the baseline over its sd (numeric features, logit of the predictions); null when the window cannot tell */
+                    wasserstein?: number | null;
+                    /** @description total variation distance against the baseline (categorical features) */
+                    tvd?: number;
                 }[];
                 /** @description the baseline's rows per prediction bin, the bins of `counts` */
                 baseline_counts?: number[];
@@ -917,6 +1004,30 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+            /** @description the edge's comparison of this version as a shadow with each version clients were served, from every isolate's counts since they began (the edge_infer_shadow_* metrics); empty when it never was a shadow, null when the counts cannot be read */
+            shadow_comparison?: {
+                model: string;
+                /** @description the version the client was served */
+                version: number;
+                shadow_version: number;
+                /** @description rows the shadow answered and the edge compared */
+                rows: number;
+                /** @description compared rows whose label agrees with the served one */
+                agreeing: number;
+                /** @description agreeing / rows; null before any row was compared */
+                agreement: number | null;
+                /** @description Σ|Δp| over the rows compared */
+                abs_diff_sum: number;
+                /** @description mean |Δp|; null before any row was compared */
+                mean_abs_diff: number | null;
+                /** @description p99 |Δp| from the fixed buckets, interpolated within its bucket as PromQL's histogram_quantile does */
+                p99_abs_diff: number | null;
+                /** @description rows per |Δp| bucket, not cumulative: `le` its upper bound */
+                buckets: {
+                    le: number | "+Inf";
+                    rows: number;
+                }[];
+            }[] | null;
         } & {
             [key: string]: unknown;
         };
@@ -1335,8 +1446,10 @@ export interface components {
         XModelVersion: string;
         /** @description the rollout arm the request was assigned to */
         XVariant: string;
-        /** @description which inference tier answered */
-        XServedBy: "backend" | "lambda";
+        /** @description which inference tier answered (edge: the edge prediction cache) */
+        XServedBy: "backend" | "lambda" | "edge";
+        /** @description for a model whose rollout has a cache block: HIT when every row was answered from the edge prediction cache, else MISS */
+        XCache: "HIT" | "MISS";
         /** @description present (1) when the canary arm failed and the request was answered by the stable arm instead */
         XCanaryFallback: "1";
         /** @description edge;dur=<ms>, backend;dur=<ms> */
@@ -1596,6 +1709,7 @@ export interface operations {
                     "X-Variant": components["headers"]["XVariant"];
                     "X-Served-By": components["headers"]["XServedBy"];
                     "X-Canary-Fallback": components["headers"]["XCanaryFallback"];
+                    "X-Cache": components["headers"]["XCache"];
                     "Server-Timing": components["headers"]["ServerTiming"];
                     "X-Input-Normalized": components["headers"]["XInputNormalized"];
                     "X-Features-Degraded": components["headers"]["XFeaturesDegraded"];
