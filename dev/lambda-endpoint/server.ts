@@ -10,7 +10,7 @@ export interface LambdaEndpointOptions {
   port?: number
   host?: string
   /** The function's code; the backend's real Lambda handler by default (MODEL_REPOSITORY from the env). */
-  handler?: (event: unknown) => Promise<unknown>
+  handler?: (event: unknown, context: InvokeContext) => Promise<unknown>
   /** Release the handler's sessions on close (default true when the real handler runs). */
   shutdownOnClose?: boolean
 }
@@ -21,6 +21,23 @@ export interface LambdaEndpoint {
   /** Invocations answered so far (tests use it to prove a call went through Lambda). */
   invocations(): number
   close(): Promise<void>
+}
+
+/** What the endpoint hands the handler as its context: the caller's ClientContext, as the Node runtime does. */
+export interface InvokeContext {
+  awsRequestId: string
+  clientContext: { custom?: Record<string, unknown> } | null
+}
+
+/** `X-Amz-Client-Context`: base64 of a JSON object (at most 3,583 bytes); undefined when it is not one. */
+const clientContextOf = (header: string | string[] | undefined): InvokeContext['clientContext'] | undefined => {
+  if (header === undefined) return null
+  try {
+    const value: unknown = JSON.parse(Buffer.from(String(header), 'base64').toString('utf8'))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as InvokeContext['clientContext']) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Synchronous invocation payload limit of AWS Lambda. */
@@ -98,16 +115,19 @@ export const startLambdaEndpoint = async ({
         return serviceError(res, 400, 'InvalidRequestContentException', `Could not parse request body into json: ${err instanceof Error ? err.message : String(err)}`)
       }
     }
+    const clientContext = clientContextOf(req.headers['x-amz-client-context'])
+    if (clientContext === undefined) return serviceError(res, 400, 'InvalidParameterValueException', 'Client context must be a valid Base64-encoded JSON object.')
     if (invocationType === 'DryRun') return send(res, 204, undefined)
     invocations++
+    const context: InvokeContext = { awsRequestId: randomUUID(), clientContext }
     if (invocationType === 'Event') {
       // Asynchronous invocation: accepted at once, the result goes nowhere.
-      void handler(event).catch(() => {})
+      void handler(event, context).catch(() => {})
       return send(res, 202, undefined)
     }
     let result: unknown
     try {
-      result = await handler(event)
+      result = await handler(event, context)
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err))
       return send(res, 200, JSON.stringify({ errorMessage: error.message, errorType: error.name || 'Error' }), {

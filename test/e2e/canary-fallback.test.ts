@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { HistoryEntry } from '../../edge/stores/history/history-store.ts'
@@ -9,6 +9,7 @@ import { sendPinnedTraffic } from '../../dev/canary-traffic.ts'
 import { promtoolCheckMetrics } from '../edge/pipeline/request-metrics/promtool.ts'
 import type { RunningWorker } from '../edge/support/workerd.ts'
 import { edgeClient, replaceRollout, type Schemas } from '../support/client.ts'
+import { startForwardingProxy } from '../support/forwarding-proxy.ts'
 import { ROLLOUT_KEYS, STEP_EVERY_TICK, startStack, type Stack } from '../support/stack.ts'
 
 /**
@@ -33,23 +34,12 @@ let admin = ''
 let seed = 70_000
 
 /** Forwards everything to the backend, except infer calls to the stalled version: those are held until the caller gives up. */
-const startStallingProxy = async (target: string): Promise<Server> => {
-  const upstream = new URL(target)
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.url?.includes(`/versions/${STALLED_VERSION}/infer`) || req.url?.includes(`/versions/${ANOTHER_STALLED_VERSION}/infer`)) {
-      req.resume()
-      return
-    }
-    const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(res)
-    })
-    out.on('error', () => res.destroy())
-    req.pipe(out)
+const startStallingProxy = (target: string): Promise<Server> =>
+  startForwardingProxy(target, (req) => {
+    if (!req.url?.includes(`/versions/${STALLED_VERSION}/infer`) && !req.url?.includes(`/versions/${ANOTHER_STALLED_VERSION}/infer`)) return false
+    req.resume()
+    return true
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return server
-}
 
 const edge = (path: string, init: RequestInit & { key?: string } = {}) =>
   fetch(`${worker.url}${path}`, { ...init, headers: { 'x-api-key': init.key ?? admin, 'content-type': 'application/json', ...init.headers } })

@@ -3,6 +3,7 @@ import { demoApplicant } from '../../dev/demo-applicant.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../dev/lambda-endpoint/server.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { edgeClient, type EdgeClient, type Schemas } from '../support/client.ts'
+import { LOCAL_SECRET_ACCESS_KEY, lambdaBindings } from '../support/lambda-bindings.ts'
 import { setProcessEnv } from '../support/process-env.ts'
 import { startStack, type Stack } from '../support/stack.ts'
 
@@ -19,13 +20,7 @@ const ENTITY = { user_id: 'u-7' }
 beforeAll(async () => {
   restoreEnv = setProcessEnv({ MODEL_REPOSITORY: DEMO_REPOSITORY, LOG_LEVEL: 'silent' })
   endpoint = await startLambdaEndpoint({ functionName: FUNCTION })
-  stack = await startStack({ keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 }], worker: {
-    LAMBDA_FUNCTION: FUNCTION,
-    LAMBDA_REGION: 'eu-west-1',
-    LAMBDA_ENDPOINT: endpoint.url,
-    AWS_ACCESS_KEY_ID: 'AKIDLOCALTEST',
-    AWS_SECRET_ACCESS_KEY: 'local-secret-access-key',
-  } })
+  stack = await startStack({ keys: [{ name: 'web', scopes: ['predict'], rate_limit_per_minute: 600 }], worker: lambdaBindings(FUNCTION, endpoint.url) })
   edge = edgeClient(stack.worker.url, { key: stack.keys.web! })
 })
 
@@ -59,6 +54,6 @@ describe('the bundled worker in workerd with the Lambda tier (@aws-sdk/client-la
     body.predictions.forEach((p, i) => expect(p.probability).toBeCloseTo(fromBackend.predictions[i].probability, 6))
     expect(endpoint.invocations()).toBe(before + 1)
     // The secret never reaches the worker's logs.
-    expect(stack.worker.logs.join('\n')).not.toContain('local-secret-access-key')
+    expect(stack.worker.logs.join('\n')).not.toContain(LOCAL_SECRET_ACCESS_KEY)
   })
 })

@@ -1,4 +1,4 @@
-import { DiagLogLevel, diag, trace, type Attributes, type Context, type Link, type SpanKind } from '@opentelemetry/api'
+import { DiagLogLevel, diag, trace, type Attributes, type Context, type Link, type ProxyTracerProvider, type SpanKind } from '@opentelemetry/api'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace'
@@ -79,18 +79,21 @@ export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger): Tracing => {
     logRecordProcessors: [],
   })
   sdk.start()
-  const shutdown = (timeoutMs: number) =>
+  const bounded = (work: () => Promise<void>, what: string) => (timeoutMs: number) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         logger.warn('trace export did not finish in time; spans dropped', { timeout_ms: timeoutMs })
         resolve()
       }, timeoutMs)
-      sdk.shutdown().catch((err: unknown) => {
-        logger.warn('trace export failed at shutdown', { error: err instanceof Error ? err.message : String(err) })
+      work().catch((err: unknown) => {
+        logger.warn(`trace export failed ${what}`, { error: err instanceof Error ? err.message : String(err) })
       }).finally(() => {
         clearTimeout(timer)
         resolve()
       })
     })
-  return new Tracing(trace.getTracer(DEFAULT_SERVICE_NAME), shutdown)
+  // The SDK's provider sits behind the API's proxy; forceFlush exports what the batch processor holds.
+  const provider = (): { forceFlush?: () => Promise<void> } => (trace.getTracerProvider() as ProxyTracerProvider).getDelegate() as { forceFlush?: () => Promise<void> }
+  const flush = bounded(async () => provider().forceFlush?.(), 'at a flush')
+  return new Tracing(trace.getTracer(DEFAULT_SERVICE_NAME), bounded(() => sdk.shutdown(), 'at shutdown'), flush)
 }

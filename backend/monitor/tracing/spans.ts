@@ -16,6 +16,8 @@ export const ATTR = {
   batchRequests: 'edge_infer.batch.requests',
   batchReason: 'edge_infer.batch.reason',
   executionProvider: 'edge_infer.execution_provider',
+  /** The tier that served the request (`lambda`); absent on the HTTP tier's spans. */
+  servedBy: 'edge_infer.served_by',
 } as const
 
 const headerGetter: TextMapGetter<Headers> = {
@@ -91,6 +93,8 @@ export class Tracing {
     readonly tracer: Tracer,
     /** Flushes what is buffered and stops exporting; resolves within `timeoutMs` whatever the collector does. */
     readonly shutdown: (timeoutMs: number) => Promise<void>,
+    /** Exports what is buffered now, within `timeoutMs` (the Lambda tier, whose timers do not run while frozen). */
+    readonly flush: (timeoutMs: number) => Promise<void> = async () => {},
   ) {}
 
   /** The request's `backend.infer` span, a child of the caller's `traceparent` when it sent one. */
