@@ -78,9 +78,8 @@ let seq = 0
 const callsTo = (version: number) => hop.calls.get(version) ?? 0
 const total = () => [...hop.calls.values()].reduce((a, b) => a + b, 0)
 
-/** Rollout bodies carry the cache block the generated client types may not know yet. */
-const putRollout = async (rollout: Record<string, unknown>) => {
-  const res = await replaceRollout(ops, rollout as Schemas['RolloutPut'])
+const putRollout = async (rollout: Schemas['RolloutPut']) => {
+  const res = await replaceRollout(ops, rollout)
   expect(res.status, JSON.stringify(res.body)).toBe(200)
 }
 
@@ -351,7 +350,7 @@ describe('the entry size bound, in workerd', () => {
     small = await startWorker({ BACKEND_URL: hop.url, API_KEYS: stack.apiKeys, PREDICTION_CACHE_MAX_ENTRY_BYTES: '16' })
     const client = edgeClient(small.url, { key: stack.keys.app! })
     const owner = edgeClient(small.url, { key: stack.keys.ops! })
-    expect((await replaceRollout(owner, { salt: 'small', arms: [{ variant: 'stable', version: 2, weight: 100 }], cache: CACHE } as Schemas['RolloutPut'])).status).toBe(200)
+    expect((await replaceRollout(owner, { salt: 'small', arms: [{ variant: 'stable', version: 2, weight: 100 }], cache: CACHE })).status).toBe(200)
     const row = fresh()
     const before = callsTo(2)
     for (let i = 0; i < 4; i++) {
