@@ -61,9 +61,10 @@ await lambdaInit
 
 /**
  * The CPU fallback tier: same repository, validation and executor as the server, batching off.
- * Each request is counted into the same drift counts as on the HTTP tier and, when tracing is
- * on, is a `backend.infer` span (`edge_infer.served_by=lambda`) under the edge's traceparent from
- * the ClientContext; both are flushed before the answer is returned (a frozen instance runs no timers).
+ * Each request is counted into the same drift counts as on the HTTP tier, into the HTTP tier's
+ * request and batch series (pushed over OTLP, `served_by=lambda`) and, when tracing is on, is a
+ * `backend.infer` span (`edge_infer.served_by=lambda`) under the edge's traceparent from the
+ * ClientContext; all are flushed before the answer is returned (a frozen instance runs no timers).
  */
 export const handler = async (event: unknown, context?: LambdaContext): Promise<InferResponse | LambdaErrorResult> => {
   const tier = lambdaTelemetry()
@@ -78,22 +79,27 @@ export const handler = async (event: unknown, context?: LambdaContext): Promise<
       throw new InferenceError(400, `not a Lambda infer event: ${issues.join('; ')}`)
     }
     const { model_name: model, model_version: asked, ...request } = parsed.data
-    invocation?.span.setAttribute(ATTR.model, model)
+    invocation.span?.setAttribute(ATTR.model, model)
     version = asked
     const settings = readSettings()
     const arrived = performance.now()
     const served = await lambdaManager().resolve(model, asked)
     version = String(served.version)
     const limits = { maxRows: settings.MAX_REQUEST_ROWS, maxElements: settings.MAX_BODY_BYTES }
-    const { answer } = await serveInfer(served, request, { limits, arrived, ...(invocation ? { span: invocation.span } : {}) })
-    return inferResponse(served.model, String(served.version), answer)
+    const servedVersion = version
+    const { answer } = await serveInfer(served, request, { limits, arrived, ...(invocation.span ? { span: invocation.span } : {}) }).catch((err: unknown) => {
+      invocation.metrics.failed(model, servedVersion, err instanceof InferenceError ? err.status : 500)
+      throw err
+    })
+    invocation.metrics.answered(model, version, (performance.now() - arrived) / 1000, answer)
+    return inferResponse(served.model, version, answer)
   } catch (err) {
     status = err instanceof InferenceError ? err.status : 500
     errorType = err instanceof InferenceError ? undefined : err instanceof Error ? err.name : 'Error'
     if (err instanceof InferenceError) return { error: err.message, status: err.status }
     throw err
   } finally {
-    invocation?.end({ status, version, errorType })
+    invocation.end({ status, version, errorType })
     await tier.flush()
   }
 }

@@ -5,6 +5,7 @@ import { DriftMonitor } from '../monitor/drift/monitor.ts'
 import { startTracing } from '../monitor/tracing/index.ts'
 import { ATTR, REQUEST_SPAN, type RequestOutcome, type Tracing } from '../monitor/tracing/spans.ts'
 import type { Settings } from '../settings.ts'
+import { LambdaMetrics } from './metrics.ts'
 
 /** The part of the Node runtime's invoke context the handler reads: the caller's ClientContext. */
 export interface LambdaContext {
@@ -35,31 +36,37 @@ const TRACE_FLUSH_MS = 2_000
 export class LambdaTelemetry {
   /** Drift counting as DRIFT_MONITORING and the Redis settings say; the drift monitor is the manager's. */
   readonly drift: DriftMonitor | undefined
-  /** Tracing as the OTEL_* variables say (off by default): the SDK loads in the background, during init. */
+  /** Tracing and metrics as the OTEL_* variables say (off by default): the SDK loads in the background, during init. */
   private readonly tracing: Promise<Tracing | undefined>
+  /** Made once the SDK has registered its meter provider: an instrument made before would stay the API's no-op. */
+  private readonly metrics: Promise<LambdaMetrics>
 
   constructor(settings: Settings, private readonly logger: Logger) {
     const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = settings
     const store = url && token ? redisCountStore({ url, token, timeoutMs: settings.DRIFT_REDIS_TIMEOUT_MS }) : undefined
     // No periodic flush (start() is never called): see flush().
     this.drift = settings.DRIFT_MONITORING === 'on' ? new DriftMonitor({ logger, store }) : undefined
-    this.tracing = startTracing(logger).catch((err: unknown) => {
+    this.tracing = startTracing(logger, { metrics: true }).catch((err: unknown) => {
       logger.warn('tracing off: the OpenTelemetry SDK did not start', errorFields(err))
       return undefined
     })
+    this.metrics = this.tracing.then(() => new LambdaMetrics())
   }
 
-  /** The invoke's `backend.infer` span, a child of the edge's `edge.forward` when a traceparent came; undefined with tracing off. */
-  async startInvoke(context: LambdaContext | undefined): Promise<Invocation | undefined> {
-    const tracing = await this.tracing
-    if (!tracing) return undefined
+  /**
+   * An invoke's metrics and, with tracing on, its `backend.infer` span: a child of the edge's
+   * `edge.forward` when a traceparent came.
+   */
+  async startInvoke(context: LambdaContext | undefined): Promise<Invocation> {
+    const [tracing, metrics] = await Promise.all([this.tracing, this.metrics])
+    if (!tracing) return { span: undefined, metrics, end: () => {} }
     const traceparent = traceparentOf(context)
     const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT
     const span = tracing.tracer.startSpan(REQUEST_SPAN, { kind: SpanKind.SERVER, attributes: { [ATTR.servedBy]: 'lambda' } }, parent)
-    return { span, end: (outcome) => tracing.endRequest(span, outcome) }
+    return { span, metrics, end: (outcome) => tracing.endRequest(span, outcome) }
   }
 
-  /** End of an invoke: the drift deltas to Redis, the spans to the collector, both bounded; failures are logged, never the caller's. */
+  /** End of an invoke: the drift deltas to Redis, the spans and metrics to the collector, both bounded; failures are logged, never the caller's. */
   async flush(): Promise<void> {
     const tracing = await this.tracing
     await Promise.all([
@@ -74,8 +81,9 @@ export class LambdaTelemetry {
   }
 }
 
-/** A traced invoke: its span, ended with how the request ended. */
+/** One invoke's telemetry: its span (undefined with tracing off), ended with how the request ended, and the tier's metrics. */
 export interface Invocation {
-  span: Span
+  span: Span | undefined
+  metrics: LambdaMetrics
   end(outcome: RequestOutcome): void
 }

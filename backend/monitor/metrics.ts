@@ -7,8 +7,11 @@ import { TallyCounter, TallyHistogram } from './tally.ts'
 /** Window of the drift gauges. */
 export const DRIFT_GAUGE_MINUTES = 15
 
+/** Rows per batch. */
+export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+
 /** Seconds buckets from 100 µs to 10 s: batching decisions live at the low end. */
-const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 export interface QueueDepthSource {
   /** Current rows waiting + running per model version. */
@@ -60,7 +63,7 @@ export const createMetrics = (queue: QueueDepthSource) => {
     requestDuration: new TallyHistogram(NAMES.requestDuration, 'Infer request time from parsed body to response', versioned, LATENCY_BUCKETS),
     queueDuration: new TallyHistogram(NAMES.queueDuration, 'Time a request waited for its batch', versioned, LATENCY_BUCKETS),
     computeDuration: new TallyHistogram(NAMES.computeDuration, 'session.run time per batch', versioned, LATENCY_BUCKETS),
-    batchSize: new TallyHistogram(NAMES.batchSize, 'Rows per executed batch', versioned, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+    batchSize: new TallyHistogram(NAMES.batchSize, 'Rows per executed batch', versioned, BATCH_SIZE_BUCKETS),
     batches: new TallyCounter(NAMES.batches, 'Executed batches by why they were sent', [...versioned, 'reason']),
   }
   return {

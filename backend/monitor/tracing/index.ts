@@ -1,4 +1,5 @@
 import type { Logger } from '../../logger.ts'
+import type { SdkOptions } from './sdk.ts'
 import type { Tracing } from './spans.ts'
 
 export type { BatchSpans, Tracing } from './spans.ts'
@@ -21,8 +22,8 @@ export const tracingWanted = (env: NodeJS.ProcessEnv): boolean => {
  * SDK is not even loaded, no tracer provider, context manager or propagator is registered, and
  * the hot path only ever sees `undefined`.
  */
-export const startTracing = async (logger: Logger): Promise<Tracing | undefined> => {
+export const startTracing = async (logger: Logger, options: SdkOptions = {}): Promise<Tracing | undefined> => {
   if (!tracingWanted(process.env)) return undefined
   const { startSdk } = await import('./sdk.ts')
-  return startSdk(process.env, logger)
+  return startSdk(process.env, logger, options)
 }

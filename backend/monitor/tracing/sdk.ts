@@ -1,4 +1,4 @@
-import { DiagLogLevel, diag, trace, type Attributes, type Context, type Link, type ProxyTracerProvider, type SpanKind } from '@opentelemetry/api'
+import { DiagLogLevel, diag, metrics, trace, type Attributes, type Context, type Link, type ProxyTracerProvider, type SpanKind } from '@opentelemetry/api'
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace'
@@ -52,12 +52,17 @@ export class BatchFollowsRequestsSampler implements Sampler {
   }
 }
 
+export interface SdkOptions {
+  /** Export metrics too (the Lambda tier, which has no scrape); off, no meter provider is registered. */
+  metrics?: boolean
+}
+
 /**
  * Starts the OpenTelemetry Node SDK for traces only, configured by the standard OTEL_* variables
  * (exporter, protocol, endpoint, headers, batch processor, resource, propagators); no
- * instrumentations, no metrics or logs (Prometheus has the metrics, stdout the logs).
+ * instrumentations, no logs (stdout has them), no metrics unless `metrics` asks (Prometheus scrapes the server's).
  */
-export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger): Tracing => {
+export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger, { metrics: withMetrics = false }: SdkOptions = {}): Tracing => {
   // Export failures reach the process log unless the operator asked for the SDK's own.
   if (!env.OTEL_LOG_LEVEL) {
     diag.setLogger({
@@ -75,7 +80,8 @@ export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger): Tracing => {
     sampler: new BatchFollowsRequestsSampler(samplerFromEnv(env, logger)),
     spanLimits: { linkCountLimit: Number.isInteger(linkLimit) && linkLimit >= 0 ? linkLimit : DEFAULT_LINK_COUNT_LIMIT },
     instrumentations: [],
-    metricReaders: [],
+    // Metrics only where nothing scrapes (the Lambda tier): the reader OTEL_METRICS_EXPORTER names (OTLP by default).
+    ...(withMetrics ? {} : { metricReaders: [] }),
     logRecordProcessors: [],
   })
   sdk.start()
@@ -94,6 +100,9 @@ export const startSdk = (env: NodeJS.ProcessEnv, logger: Logger): Tracing => {
     })
   // The SDK's provider sits behind the API's proxy; forceFlush exports what the batch processor holds.
   const provider = (): { forceFlush?: () => Promise<void> } => (trace.getTracerProvider() as ProxyTracerProvider).getDelegate() as { forceFlush?: () => Promise<void> }
-  const flush = bounded(async () => provider().forceFlush?.(), 'at a flush')
+  const meters = (): { forceFlush?: () => Promise<void> } => metrics.getMeterProvider() as { forceFlush?: () => Promise<void> }
+  const flush = bounded(async () => {
+    await Promise.all([provider().forceFlush?.(), meters().forceFlush?.()])
+  }, 'at a flush')
   return new Tracing(trace.getTracer(DEFAULT_SERVICE_NAME), bounded(() => sdk.shutdown(), 'at shutdown'), flush)
 }
