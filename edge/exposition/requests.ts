@@ -22,7 +22,7 @@ export const CACHE_METRICS: Record<PredictionCacheOutcome, string> = {
 }
 const CACHE_HELP: Record<PredictionCacheOutcome, string> = {
   hits: 'Rows the edge prediction cache answered without a backend call, by model and served version.',
-  misses: 'Rows of cache-enabled models sent to the backend (not cached, expired, or part of a batch not wholly cached), by model and looked-up version.',
+  misses: 'Rows of cache-enabled models sent to the backend (not cached or expired; every row of a canary request not wholly cached), by model and looked-up version.',
   evictions: 'Rows dropped from the edge prediction cache to keep an isolate within its entry bound, by model and version.',
 }
 

@@ -68,9 +68,10 @@ const logFailure = (msg: string, model: string) => (err: unknown): undefined => 
  * routed to (pin, arm or canary) and the SHA-256 of its encoded tensor row, in the isolate's
  * own rows first, then the colo's Cache API. When every row is
  * found, forward makes no call and the answer is the cache's (`X-Cache: HIT`, served by the
- * edge); otherwise the whole batch is forwarded (`X-Cache: MISS`), so one answer always comes
- * from one version, and each row of a 200 answer is written under the version that answered it
- * (stable's, after a canary fallback). Errors are never written; a request with
+ * edge); otherwise forward sends only the missing rows and merges them in order (`X-Cache:
+ * MISS`), except on a canary's request, which may fall back to stable and so sends every row
+ * unless all are cached: one answer comes from one version. Each computed row of a 200 answer is
+ * written under the version that answered it (stable's, after a canary fallback). Errors are never written; a request with
  * `Cache-Control: no-cache` or `no-store` neither reads nor writes. Shadow copies, served records
  * and request metrics see a cached answer as any other.
  */
@@ -96,12 +97,17 @@ export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
     // The isolate's own rows from memory; the Cache API for the rest (rows other isolates of the colo wrote).
     const found = await Promise.all(hashed.map((key) => index.get(key) ?? store.get(key).catch(logFailure('prediction cache read failed; a miss', model.name))))
     const answers = found.map((row) => (row !== undefined && now - row.at < ttlSeconds * 1_000 ? revived(row, model) : undefined))
-    const hits = answers.every((a): a is Prediction => a !== undefined) ? answers : undefined
-    const hit = hits !== undefined
+    const cachedRows = answers.filter((a) => a !== undefined).length
+    // A canary's request may fall back to stable, and its answer must then be stable's alone: it
+    // takes cached rows only when every row is cached. Any other request sends only its misses.
+    const usable = cachedRows === unique.length || (cachedRows > 0 && c.get('assignment').stable === undefined)
+    const fromCache = usable ? cachedRows : 0
     const { requestMetrics } = isolate
-    requestMetrics.predictionCache(model.name, String(looked), hit ? 'hits' : 'misses', unique.length)
-    if (hits) c.set('cached', { predictions: hits })
+    if (fromCache > 0) requestMetrics.predictionCache(model.name, String(looked), 'hits', fromCache)
+    if (fromCache < unique.length) requestMetrics.predictionCache(model.name, String(looked), 'misses', unique.length - fromCache)
+    if (usable) c.set('cached', { version: looked, predictions: answers })
     await next()
+    const hit = fromCache === unique.length
     c.res.headers.set(CACHE_HEADER, hit ? 'HIT' : 'MISS')
     if (hit) return
     const inference = c.get('inference')
@@ -109,11 +115,14 @@ export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
     // After a canary fallback or a reroute the answer is another version's: keyed by that one.
     const served = c.get('assignment').version
     const { maxEntryBytes } = isolate.settings.predictionCache
+    // Rows answered from the cache are not written again; after a reroute every row is the new version's.
+    const computed = unique.flatMap((_, u) => (served !== looked || !usable || answers[u] === undefined ? [u] : []))
     inBackground(c, (async () => {
-      const keys = served === looked ? hashed : await Promise.all(rows.map((row) => rowKey(model.name, served, row)))
-      const entries = keys
-        .map((key, u): [string, CachedRow] => [key, { scores: inference.predictions[u].scores, at: now }])
-        .filter(([, entry]) => JSON.stringify(entry).length <= maxEntryBytes)
+      const keyed = await Promise.all(computed.map(async (u): Promise<[string, CachedRow]> => [
+        served === looked ? hashed[u] : await rowKey(model.name, served, rows[u]),
+        { scores: inference.predictions[u].scores, at: now },
+      ]))
+      const entries = keyed.filter(([, entry]) => JSON.stringify(entry).length <= maxEntryBytes)
       // The index first, synchronously: what it drops is deleted after the puts, so a put never lands after its own key's delete.
       const evicted = new Map<string, IndexedRow>()
       for (const [key, row] of entries) for (const [gone, named] of index.add(key, { model: model.name, version: served, row })) evicted.set(gone, named)

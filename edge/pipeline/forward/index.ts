@@ -38,10 +38,13 @@ export interface ForwardVariables {
   inference: Inference
 }
 
-/** Every distinct row of a request answered by the edge prediction cache (edge/pipeline/cache): no call is made. */
+/**
+ * What the edge prediction cache (edge/pipeline/cache) found for a request's distinct rows under
+ * `version`: forward sends only the rows it has no answer for (none when it has them all).
+ */
 export interface CachedAnswer {
-  response?: undefined
-  predictions: Prediction[]
+  version: number
+  predictions: Array<Prediction | undefined>
 }
 
 export type ForwardNeeds = RequestIdVariables &
@@ -79,7 +82,8 @@ export const encodeBatch = (model: PredictableModel, instances: PredictInput['in
  * Packs the distinct instances into one tensor and sends it as one batch to the version the
  * request was routed to, through the isolate's transport (HTTP backend, circuit breaker, Lambda
  * fallback), within the caller's deadline counted from arrival, and decodes the answer: a
- * canary's error or non-finite output is retried on stable (`withCanaryFallback`). A call left
+ * canary's error or non-finite output is retried on stable (`withCanaryFallback`); rows the
+ * edge cache answered are not sent. A call left
  * unanswered (edge timeout, open circuit, unreachable) is counted against its version.
  */
 export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardNeeds, ForwardVariables> =>
@@ -95,15 +99,29 @@ export const forward = ({ canaryFallback }: ForwardOptions = {}): Stage<ForwardN
     const deadline = requestDeadline(c)
     const forwarded = Date.now()
     const { transport } = c.get('isolate')
-    // The request still carries every row: a shadow compares them all, a cached answer's too.
-    const { response, predictions } = c.get('cached') ?? await routedCall(c, deadline, async (version, deadlineAt, traceparent) => {
-      const answer = await transport.infer({ model: model.name, version, request, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
+    const call = (sent: InferRequest, rows: number) => routedCall(c, deadline, async (version, deadlineAt, traceparent) => {
+      const answer = await transport.infer({ model: model.name, version, request: sent, requestId, deadlineAt, traceparent }).catch((err: unknown) => {
         // The edge built this tensor from validated instances: a refusal is the edge's fault, not the client's.
         if (err instanceof Problem && err.status === 400) throw new Problem(502, 'Bad Gateway', `the inference tier refused a request the edge built: ${err.detail}`, { slug: 'backend-refused' })
         throw err
       })
-      return { response: answer, predictions: predictionsOf(answer, model, unique.length) }
+      return { response: answer as InferResponse | undefined, predictions: predictionsOf(answer, model, rows) }
     }, canaryFallback)
-    c.set('inference', { request, response, predictions, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: c.get('cached') ? 0 : Date.now() - forwarded })
+    // The request keeps every row: a shadow compares them all, cached ones too. Only the rows the
+    // edge cache did not answer are sent, and merged back in order.
+    const cached = c.get('cached')
+    const missing = cached ? cached.predictions.flatMap((p, u) => (p === undefined ? [u] : [])) : []
+    let answered: { response: InferResponse | undefined; predictions: Prediction[] }
+    if (cached === undefined) answered = await call(request, unique.length)
+    else if (missing.length === 0) answered = { response: undefined, predictions: cached.predictions as Prediction[] }
+    else {
+      const sent = await call({ ...request, inputs: [{ ...request.inputs[0], shape: [missing.length, width], data: missing.flatMap((u) => data.slice(u * width, (u + 1) * width)) }] }, missing.length)
+      const merged = [...cached.predictions]
+      missing.forEach((u, i) => (merged[u] = sent.predictions[i]))
+      // Rerouted to another version meanwhile: the cached rows are the old version's, so every row goes to the new one.
+      answered = c.get('assignment').version === cached.version ? { response: sent.response, predictions: merged as Prediction[] } : await call(request, unique.length)
+    }
+    const { response, predictions } = answered
+    c.set('inference', { request, response, predictions, indexOf, rows: unique.length, deadlineAt: deadline, backendMs: response ? Date.now() - forwarded : 0 })
     await next()
   }

@@ -25,6 +25,8 @@ interface Hop {
   url: string
   /** Inference calls per version, shadow copies included. */
   calls: Map<number, number>
+  /** Rows of each inference call, in order. */
+  rows: Array<{ version: number; rows: number }>
   /** The next inference call to this version is answered 500 without reaching the backend. */
   failNext: Set<number>
   close(): Promise<unknown>
@@ -32,6 +34,7 @@ interface Hop {
 
 const startCountingHop = async (backendUrl: string): Promise<Hop> => {
   const calls = new Map<number, number>()
+  const rows: Hop['rows'] = []
   const failNext = new Set<number>()
   const server: Server = createServer((req, res) => {
     const version = Number(/\/versions\/(\d+)\/infer$/.exec(req.url ?? '')?.[1] ?? NaN)
@@ -48,6 +51,7 @@ const startCountingHop = async (backendUrl: string): Promise<Hop> => {
     req.on('end', () => {
       const headers = Object.fromEntries(Object.entries(req.headers).filter((e): e is [string, string] => typeof e[1] === 'string' && e[0] !== 'host' && e[0] !== 'content-length'))
       const body = chunks.length ? Buffer.concat(chunks) : null
+      if (Number.isInteger(version) && body) rows.push({ version, rows: (JSON.parse(body.toString()) as { inputs: Array<{ shape: number[] }> }).inputs[0]!.shape[0]! })
       fetch(backendUrl + req.url, { method: req.method, headers, body, signal: AbortSignal.timeout(10_000) })
         .then(async (answer) => {
           const text = Buffer.from(await answer.arrayBuffer())
@@ -60,6 +64,7 @@ const startCountingHop = async (backendUrl: string): Promise<Hop> => {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    rows,
     failNext,
     close: () => {
       server.closeAllConnections()
@@ -163,11 +168,17 @@ describe('the edge prediction cache, in workerd', () => {
     expect(total()).toBe(before + 2)
   })
 
-  it('forwards a batch whole unless every row is cached, and answers a wholly cached batch in order', async () => {
+  it('sends only the rows not cached and merges them in order; answers a wholly cached batch in order', async () => {
     const [a, b, c] = [fresh(), fresh(), fresh()]
-    await untilHit([a, b], { entity: { user_id: 'u-1' } })
+    const first = await untilHit([a, b], { entity: { user_id: 'u-1' } })
+    const sentBefore = hop.rows.length
     const mixed = await app.predict([a, c, b], { entity: { user_id: 'u-1' } })
     expect(mixed.headers.get('x-cache')).toBe('MISS')
+    expect(mixed.headers.get('x-served-by')).toBe('backend')
+    expect(hop.rows.slice(sentBefore)).toEqual([{ version: 2, rows: 1 }])
+    expect([mixed.body.predictions[0], mixed.body.predictions[2]]).toEqual(first.body.predictions)
+    // The row that was sent is the one not cached: alone, it is now a hit with the same answer.
+    expect((await untilHit([c], { entity: { user_id: 'u-1' } })).body.predictions).toEqual([mixed.body.predictions[1]])
     const all = await untilHit([b, c, a, b], { entity: { user_id: 'u-1' } })
     expect(all.body.predictions).toEqual([mixed.body.predictions[2], mixed.body.predictions[1], mixed.body.predictions[0], mixed.body.predictions[2]])
   })
@@ -240,6 +251,12 @@ describe('the edge prediction cache, in workerd', () => {
     const stableHit = await untilHit([row], keyed(arms.get('stable')!))
     expect(stableHit.body.version).toBe('1')
     expect(stableHit.body.predictions).toEqual(stable.body.predictions)
+    // A canary's request that is not wholly cached sends every row: should the canary fail, stable answers them all.
+    const sentBefore = hop.rows.length
+    const mixed = await app.predict([row, fresh()], keyed(arms.get('canary')!))
+    expect(mixed.headers.get('x-cache')).toBe('MISS')
+    expect(hop.rows.slice(sentBefore)).toEqual([{ version: 2, rows: 2 }])
+    expect(mixed.body.predictions[0]).toEqual(canary.body.predictions[0])
   })
 
   it('moves a user with a weight change mid-TTL: the new version\'s miss, never the old answer', async () => {
