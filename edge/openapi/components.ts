@@ -76,7 +76,7 @@ export const PARAMETERS = {
   ConsoleFile: pathParameter('file', 'a built file\'s name, as the console page names it', z.string()),
   HistoryLimit: { name: 'limit', in: 'query', required: false, description: 'how many entries, newest first', schema: z.int().min(1).max(500).default(100) },
   DriftWindow: { name: 'window', in: 'query', required: false, description: 'minutes (90) or a duration (15m, 2h), at most 3 h', schema: z.string().default('15m') },
-  QualityWindow: { name: 'window', in: 'query', required: false, description: 'the last minutes or hours of label arrivals (15m, 6h), at most 24 h', schema: z.string().regex(/^[1-9][0-9]{0,4}(m|h)$/).default('60m') },
+  QualityWindow: { name: 'window', in: 'query', required: false, description: 'the last minutes or hours of serving (15m, 6h): labels of the predictions served in them, whenever they arrived; at most 168h', schema: z.string().regex(/^[1-9][0-9]{0,4}(m|h)$/).default('60m') },
 } as const satisfies Record<string, Parameter>
 export type ParameterName = keyof typeof PARAMETERS
 

@@ -18,7 +18,7 @@ export interface QualityParts {
 /** One version's realized figures (from feedback) beside the backend's label-free estimate of them. */
 const versionQuality = z.object({
   version: z.number().int(),
-  realized: qualityFigures.extend({ positives: z.number().nonnegative() }).nullable().describe('from the feedback labels that arrived in the window; null when the threshold is not a bin edge'),
+  realized: qualityFigures.extend({ positives: z.number().nonnegative() }).nullable().describe('from the feedback labels of the predictions served in the window, whenever they arrived; null when the threshold is not a bin edge'),
   estimated: qualityFigures.nullable().describe("CBPE from the backend's drift report over the same window; null when it sent none or could not be asked"),
   label_delay: z.array(z.object({ le: z.union([z.number(), z.literal('+Inf')]), labels: z.number().nonnegative() })).describe('labels per delay bucket (seconds from serving to label), not cumulative'),
   edge_failures: z.number().nonnegative().describe('calls to this version that failed at the edge without an answer from the backend'),
@@ -34,7 +34,7 @@ export const windowMinutesOf = (raw: string): number => {
   const match = WINDOW.exec(raw)
   const minutes = match ? Number(match[1]) * (match[2] === 'h' ? 60 : 1) : Number.NaN
   if (!(minutes >= 1 && minutes <= MAX_QUALITY_WINDOW_MINUTES)) {
-    throw new Problem(400, 'Bad Request', `window must be minutes or hours such as 15m or 6h, at most ${MAX_QUALITY_WINDOW_MINUTES / 60}h; got ${quoteInput(raw)}`, { slug: 'invalid-window' })
+    throw new Problem(400, 'Bad Request', `window must be minutes or hours such as 15m or 6h, at most ${MAX_QUALITY_WINDOW_MINUTES / 60}h (7 days); got ${quoteInput(raw)}`, { slug: 'invalid-window' })
   }
   return minutes
 }
@@ -48,7 +48,10 @@ const estimatedOf = async (isolate: Pick<QualityParts, 'drift'>, model: string, 
   return parsed.success ? parsed.data : null
 }
 
-/** Every served version's quality over the last `minutes`, realized and estimated. */
+/**
+ * Every served version's quality over the last `minutes`, realized (labels of the predictions served
+ * in them) and estimated. A window longer than a day is read in whole hours (ground-truth-store.ts).
+ */
 export const modelQuality = async (isolate: QualityParts, model: string, minutes: number, requestId: string): Promise<z.infer<typeof modelQualityResponse>> => {
   const described = await isolate.catalog.describe(model, requestId)
   const threshold = described.postprocess?.threshold

@@ -58,7 +58,7 @@ const instanceOf = (record: ServedRecord, index: number | undefined): number | s
  * label), `duplicate` (the instance holds another label; the first stands), `unknown_or_expired`
  * (no record: never served with feedback on, past its TTL, or not this tenant's), `invalid_label`
  * (not one of the model's labels), `invalid_index`. Accepted labels count once into the served
- * version's realized quality for the current minute. A request id names a prediction of the
+ * version's realized quality in the minute (and hour) the prediction was served, however late the label comes. A request id names a prediction of the
  * caller's tenant only; a key that also holds `admin` may name another tenant per item.
  */
 const postFeedback = (): Responder<{ isolate: { groundTruth: Pick<GroundTruthStore, 'records' | 'label'>; requestMetrics: Pick<RequestMetrics, 'feedback'> } } & AuthVariables & BodyVariables> =>
@@ -100,7 +100,7 @@ const postFeedback = (): Responder<{ isolate: { groundTruth: Pick<GroundTruthSto
         at,
         write: {
           key: keyOf(sent), servedId: record.servedId, index: instance, label,
-          count: { model: record.model, version: record.version, minute: minuteOf(now), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
+          count: { model: record.model, version: record.version, minute: minuteOf(record.at), score: record.scores[instance], positive: label === record.labels[1], delaySeconds: Math.max(0, (now - record.at) / 1_000) },
         },
       })
     })

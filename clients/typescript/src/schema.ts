@@ -239,7 +239,7 @@ export interface paths {
         };
         /**
          * Realized quality from feedback beside the label-free estimate, per version
-         * @description Per served version: accuracy (by the model threshold), binned ROC AUC, log loss and ECE of the feedback labels that arrived in the window, merged across isolates; the backend's CBPE estimate of the same figures for the window, when its drift report carries one; label delays; calls the backend never answered.
+         * @description Per served version: accuracy (by the model threshold), binned ROC AUC, log loss and ECE of the feedback labels of the predictions served in the window (however late the labels came; a window up to 168h, longer than 24h read in whole hours), merged across isolates; the backend's CBPE estimate of the same figures for the window, when its drift report carries one; label delays; calls the backend never answered.
          */
         get: operations["getModelQuality"];
         put?: never;
@@ -1083,7 +1083,7 @@ export interface components {
             window_minutes: number;
             versions: {
                 version: number;
-                /** @description from the feedback labels that arrived in the window; null when the threshold is not a bin edge */
+                /** @description from the feedback labels of the predictions served in the window, whenever they arrived; null when the threshold is not a bin edge */
                 realized: {
                     /** @description rows the figures rest on: labelled rows for realized, predicted rows for estimated */
                     labels: number;
@@ -1423,7 +1423,7 @@ export interface components {
         HistoryLimit: number;
         /** @description minutes (90) or a duration (15m, 2h), at most 3 h */
         DriftWindow: string;
-        /** @description the last minutes or hours of label arrivals (15m, 6h), at most 24 h */
+        /** @description the last minutes or hours of serving (15m, 6h): labels of the predictions served in them, whenever they arrived; at most 168h */
         QualityWindow: string;
     };
     requestBodies: never;
@@ -1896,7 +1896,7 @@ export interface operations {
     getModelQuality: {
         parameters: {
             query?: {
-                /** @description the last minutes or hours of label arrivals (15m, 6h), at most 24 h */
+                /** @description the last minutes or hours of serving (15m, 6h): labels of the predictions served in them, whenever they arrived; at most 168h */
                 window?: components["parameters"]["QualityWindow"];
             };
             header?: never;

@@ -29,10 +29,11 @@ export interface Served extends ServedRecord {
   servedId: string
 }
 
-/** One accepted label, counted into its version's minute. */
+/** One accepted label, counted into the minute its prediction was served (and that minute's hour). */
 export interface LabelCount {
   model: string
   version: number
+  /** The minute the labelled prediction was served (the record's `at`), however late the label comes. */
   minute: number
   score: number
   positive: boolean
@@ -59,7 +60,7 @@ export type LabelOutcome = 'counted' | 'already' | 'duplicate' | 'gone'
 /** Upper bounds (seconds) of the label-delay histogram's buckets; one more bucket holds the rest. */
 export const DELAY_BUCKETS = [60, 600, 3_600, 21_600, 86_400, 604_800, 2_592_000] as const
 
-/** A version's counts summed over a range of minutes. */
+/** A version's counts summed over a range of serving minutes. */
 export interface WindowCounts {
   /** Labelled rows and label-positive rows per prediction bin. */
   bins: QualityBin[]
@@ -142,9 +143,61 @@ export const addMinute = (into: WindowCounts, fields: Iterable<[string, number]>
   }
 }
 
-/** Longest a minute's counts are kept: the longest window the quality route and the controller read, and a minute of slack. */
-export const MAX_QUALITY_WINDOW_MINUTES = 24 * 60
-export const COUNTS_TTL_SECONDS = (MAX_QUALITY_WINDOW_MINUTES + 1) * 60
+/**
+ * Counts live twice: per minute, kept a day past the minute, and per hour, kept a week past the
+ * hour. Labels are counted by when their prediction was served, so a minute's counts grow for as
+ * long as its labels trickle in; a label for a minute whose counts have expired adds to its hour
+ * only, and one for an hour past the week is marked (a resend stays "already") but counted nowhere.
+ */
+export const MINUTE_RETENTION_MINUTES = 24 * 60
+export const HOUR_RETENTION_HOURS = 7 * 24
+/** Longest window the quality route reads: the hours' retention. */
+export const MAX_QUALITY_WINDOW_MINUTES = HOUR_RETENTION_HOURS * 60
+
+export const hourOf = (minute: number): number => Math.floor(minute / 60)
+
+/** A minute (`m`) or hour (`h`) of counts: minutes and hours since the epoch. */
+export interface CountsSlot {
+  unit: 'm' | 'h'
+  at: number
+}
+
+/** A slot a write adds to, and when (epoch seconds) it may be forgotten. */
+export interface CountsKey extends CountsSlot {
+  expiresAt: number
+}
+
+/**
+ * The counts a label or edge failure of `minute` adds to: its minute and its hour, each while kept
+ * (none once expired at `nowMs`). Both are written by the same call, so a write counted once is
+ * counted once in each.
+ */
+export const countsKeys = (minute: number, nowMs: number): CountsKey[] =>
+  [
+    { unit: 'm' as const, at: minute, expiresAt: (minute + 1 + MINUTE_RETENTION_MINUTES) * 60 },
+    { unit: 'h' as const, at: hourOf(minute), expiresAt: ((hourOf(minute) + 1) * 60 + MAX_QUALITY_WINDOW_MINUTES + 60) * 60 },
+  ].filter((k) => k.expiresAt * 1_000 > nowMs)
+
+/**
+ * What a window of minutes `from`..`to` reads: each whole hour inside it from its hourly rollup,
+ * the minutes at either end from their own counts. A window longer than the minutes are kept
+ * is widened to whole hours (so a 7-day read is its 168 hours, a day at most ~140 reads).
+ */
+export const windowReads = (from: number, to: number): CountsSlot[] => {
+  if (to - from + 1 > MINUTE_RETENTION_MINUTES) {
+    from = hourOf(from) * 60
+    to = hourOf(to) * 60 + 59
+  }
+  const reads: CountsSlot[] = []
+  let m = from
+  while (m <= to) {
+    if (m % 60 === 0 && m + 59 <= to) {
+      reads.push({ unit: 'h', at: hourOf(m) })
+      m += 60
+    } else reads.push({ unit: 'm', at: m++ })
+  }
+  return reads
+}
 
 /** One name per served key, the same in memory and in Redis (a tenant name has no ":"). */
 export const servedName = ({ tenant, requestId }: ServedKey): string => `${tenant}:${requestId}`

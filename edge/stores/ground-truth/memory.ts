@@ -3,16 +3,18 @@ import {
   type GroundTruthStore,
   type LabelOutcome,
   type LabelWrite,
-  MAX_QUALITY_WINDOW_MINUTES,
+  type CountsSlot,
   type MinuteFields,
   type Served,
   type ServedKey,
   type ServedRecord,
   type WindowCounts,
   addMinute,
+  countsKeys,
   emptyWindow,
   labelFields,
   servedName,
+  windowReads,
 } from './ground-truth-store.ts'
 
 export interface MemoryGroundTruthOptions {
@@ -28,10 +30,13 @@ interface Kept {
   marks: Map<number, string>
 }
 
+const slotName = (model: string, version: number, { unit, at }: CountsSlot): string => `${model} ${version} ${unit}${at}`
+
 /** This isolate's records and counts, for an edge without Redis: nothing outlives the isolate. */
 export class MemoryGroundTruth implements GroundTruthStore {
   readonly #records = new Map<string, Kept>()
-  readonly #minutes = new Map<string, MinuteFields>()
+  /** Minute and hour counts by model, version and slot, each with when it expires (epoch seconds). */
+  readonly #counts = new Map<string, { fields: MinuteFields; expiresAt: number }>()
   readonly #maxRecords: number
   readonly #now: () => number
 
@@ -68,32 +73,37 @@ export class MemoryGroundTruth implements GroundTruthStore {
       const mark = kept.marks.get(index)
       if (mark !== undefined) return mark === label ? 'already' : 'duplicate'
       kept.marks.set(index, label)
-      const fields = this.#minute(count.model, count.version, count.minute)
-      for (const [name, delta] of labelFields(count)) fields.set(name, (fields.get(name) ?? 0) + delta)
+      this.#add(count.model, count.version, count.minute, labelFields(count))
       return 'counted'
     })
   }
 
-  #minute(model: string, version: number, minute: number): MinuteFields {
-    const key = `${model} ${version} ${minute}`
-    let fields = this.#minutes.get(key)
-    if (fields) return fields
-    // Minutes older than any window reads are dropped as new ones start.
-    for (const k of this.#minutes.keys()) if (Number(k.split(' ')[2]) < minute - MAX_QUALITY_WINDOW_MINUTES) this.#minutes.delete(k)
-    this.#minutes.set(key, (fields = new Map()))
-    return fields
+  /** Adds `deltas` into the minute's counts and its hour's, those still kept. */
+  #add(model: string, version: number, minute: number, deltas: Iterable<[string, number]>): void {
+    const now = this.#now()
+    const rows = [...deltas]
+    for (const key of countsKeys(minute, now)) {
+      const name = slotName(model, version, key)
+      let kept = this.#counts.get(name)
+      if (!kept) {
+        // Slots past their retention are dropped as new ones start.
+        for (const [k, old] of this.#counts) if (old.expiresAt * 1_000 <= now) this.#counts.delete(k)
+        this.#counts.set(name, (kept = { fields: new Map(), expiresAt: key.expiresAt }))
+      }
+      for (const [field, delta] of rows) kept.fields.set(field, (kept.fields.get(field) ?? 0) + delta)
+    }
   }
 
   async edgeFailure(model: string, version: number, minute: number): Promise<void> {
-    const fields = this.#minute(model, version, minute)
-    fields.set(EDGE_FAILURES, (fields.get(EDGE_FAILURES) ?? 0) + 1)
+    this.#add(model, version, minute, [[EDGE_FAILURES, 1]])
   }
 
   async window(model: string, version: number, fromMinute: number, toMinute: number): Promise<WindowCounts> {
     const counts = emptyWindow()
-    for (let m = fromMinute; m <= toMinute; m++) {
-      const fields = this.#minutes.get(`${model} ${version} ${m}`)
-      if (fields) addMinute(counts, fields)
+    const now = this.#now()
+    for (const slot of windowReads(fromMinute, toMinute)) {
+      const kept = this.#counts.get(slotName(model, version, slot))
+      if (kept && kept.expiresAt * 1_000 > now) addMinute(counts, kept.fields)
     }
     return counts
   }

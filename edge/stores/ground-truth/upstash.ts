@@ -2,7 +2,7 @@ import type { Redis } from '@upstash/redis'
 import { DEFAULT_EDGE_REDIS_TIMEOUT_MS, within } from '../../../shared/upstash-client.ts'
 import { OutgoingWrite, applyOnce, inDoubtAfter } from '../../../shared/write-once.ts'
 import {
-  COUNTS_TTL_SECONDS,
+  type CountsSlot,
   EDGE_FAILURES,
   type GroundTruthStore,
   type LabelOutcome,
@@ -12,9 +12,11 @@ import {
   type ServedRecord,
   type WindowCounts,
   addMinute,
+  countsKeys,
   emptyWindow,
   labelFields,
   servedName,
+  windowReads,
 } from './ground-truth-store.ts'
 
 const SERVED_PREFIX = 'served:'
@@ -22,13 +24,16 @@ const RECORD_FIELD = 'r'
 const SERVED_ID_FIELD = 'i'
 const servedKey = (key: ServedKey): string => SERVED_PREFIX + servedName(key)
 const markField = (index: number): string => `l${index}`
-const minuteKey = (model: string, version: number, minute: number): string => `quality:${model}:${version}:${minute}`
+/** `quality:{model}:{version}:{minute}` for a minute (the name it always had), `…:h{hour}` for an hour. */
+const countsKey = (model: string, version: number, { unit, at }: CountsSlot): string => `quality:${model}:${version}:${unit === 'm' ? '' : 'h'}${at}`
 
 export interface UpstashGroundTruthOptions {
   /** Longest wait for Redis per call (default `DEFAULT_EDGE_REDIS_TIMEOUT_MS`). */
   timeoutMs?: number
   /** How long edge failures gather in the isolate before one write sends them all (default 1000 ms). */
   failureFlushMs?: number
+  /** The clock that says which counts are still kept (default `Date.now`). */
+  now?: () => number
 }
 
 /** A hash as HGETALL answered it: an object (deserialized) or a flat field, value array (raw), or null. */
@@ -60,19 +65,21 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /**
  * Redis: a hash `served:{tenant}:{request id}` per served request (field `r` the record, `i` its
  * served id, `l{index}` the label of a labelled instance) that expires with the record's TTL, and
- * a hash `quality:{model}:{version}:{minute}` per minute of counts, kept as long as the longest
- * window. Every call is one round trip within the time budget.
+ * hashes `quality:{model}:{version}:{minute}` and `…:h{hour}` of counts per serving minute and hour,
+ * each expiring at its retention (ground-truth-store.ts). Every call is one round trip within the time budget.
  */
 export class UpstashGroundTruth implements GroundTruthStore {
   readonly #timeoutMs: number
   readonly #failureFlushMs: number
-  /** Edge failures not yet written, by minute key; `#flushing` is the write they will go out in. */
+  readonly #now: () => number
+  /** Edge failures not yet written, by model, version and minute (as JSON); `#flushing` is the write they will go out in. */
   #failures = new Map<string, number>()
   readonly #failuresOut = new OutgoingWrite<Map<string, number>>('edge-failures')
   #flushing: Promise<void> | undefined
 
-  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS, failureFlushMs = 1_000 }: UpstashGroundTruthOptions = {}) {
+  constructor(private readonly redis: Redis, { timeoutMs = DEFAULT_EDGE_REDIS_TIMEOUT_MS, failureFlushMs = 1_000, now = Date.now }: UpstashGroundTruthOptions = {}) {
     this.#timeoutMs = timeoutMs
+    this.#now = now
     this.#failureFlushMs = failureFlushMs
   }
 
@@ -99,16 +106,18 @@ export class UpstashGroundTruth implements GroundTruthStore {
     const slot = new Map<string, number>()
     // Lua's KEYS are 1-based.
     const keyAt = (key: string): number => slot.get(key) ?? (slot.set(key, keys.push(key)), keys.length)
+    const now = this.#now()
     const items = writes.map(({ key, servedId, index, label, count }) => [
       keyAt(servedKey(key)),
       servedId,
       markField(index),
       label,
-      keyAt(minuteKey(count.model, count.version, count.minute)),
+      // The served minute's counts and its hour's, each with the time it expires at (gone ones left out).
+      countsKeys(count.minute, now).map((slot) => [keyAt(countsKey(count.model, count.version, slot)), String(slot.expiresAt)]),
       // Sums of scores and log losses are fractional; the rest are whole counts. Deltas go as text: Lua's cjson keeps 14 digits.
       labelFields(count).map(([name, delta]) => [name === 'll' || name.startsWith('s') ? 'HINCRBYFLOAT' : 'HINCRBY', name, String(delta)]),
     ])
-    const answer = await inDoubtAfter(`feedback labels (${writes.length})`, this.#timeoutMs, this.redis.eval(LABEL_SCRIPT, keys, [String(COUNTS_TTL_SECONDS), JSON.stringify(items)]))
+    const answer = await inDoubtAfter(`feedback labels (${writes.length})`, this.#timeoutMs, this.redis.eval(LABEL_SCRIPT, keys, [JSON.stringify(items)]))
     return writes.map((_, i) => LABEL_OUTCOMES[String(Array.isArray(answer) ? answer[i] : undefined)] ?? 'gone')
   }
 
@@ -120,7 +129,7 @@ export class UpstashGroundTruth implements GroundTruthStore {
    * this count went out in is answered, or after its last send (then it is in doubt and goes again first with the next flush).
    */
   edgeFailure(model: string, version: number, minute: number): Promise<void> {
-    const key = minuteKey(model, version, minute)
+    const key = JSON.stringify([model, version, minute])
     this.#failures.set(key, (this.#failures.get(key) ?? 0) + 1)
     return (this.#flushing ??= sleep(this.#failureFlushMs).then(async () => {
       this.#flushing = undefined
@@ -131,7 +140,13 @@ export class UpstashGroundTruth implements GroundTruthStore {
             const batch = this.#failures
             this.#failures = new Map()
             return batch
-          }, (id, batch) => applyOnce(this.redis, id, [...batch].flatMap(([name, n]) => [['HINCRBY', name, EDGE_FAILURES, String(n)], ['EXPIRE', name, String(COUNTS_TTL_SECONDS)]]), { timeoutMs: this.#timeoutMs }))
+          }, (id, batch) => applyOnce(this.redis, id, [...batch].flatMap(([at, n]) => {
+            const [model, version, minute] = JSON.parse(at) as [string, number, number]
+            return countsKeys(minute, this.#now()).flatMap((slot) => {
+              const name = countsKey(model, version, slot)
+              return [['HINCRBY', name, EDGE_FAILURES, String(n)], ['EXPIREAT', name, String(slot.expiresAt)]]
+            })
+          }), { timeoutMs: this.#timeoutMs }))
         } catch (error) {
           // Resent with backoff in the background of the request that counted it; past the last
           // attempt it stays in doubt and goes first with the next count.
@@ -144,7 +159,7 @@ export class UpstashGroundTruth implements GroundTruthStore {
 
   async window(model: string, version: number, fromMinute: number, toMinute: number): Promise<WindowCounts> {
     const pipeline = this.redis.pipeline()
-    for (let m = fromMinute; m <= toMinute; m++) pipeline.hgetall(minuteKey(model, version, m))
+    for (const slot of windowReads(fromMinute, toMinute)) pipeline.hgetall(countsKey(model, version, slot))
     const minutes = await within(pipeline.exec<unknown[]>(), this.#timeoutMs)
     const counts = emptyWindow()
     for (const fields of minutes) addMinute(counts, hashEntries(fields))
@@ -162,13 +177,14 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 const LABEL_OUTCOMES: Record<string, LabelOutcome> = { '1': 'counted', '2': 'already', '0': 'duplicate', '-1': 'gone' }
 
 /**
- * ARGV[1] the counts' TTL; ARGV[2] the items as JSON, each [served key's index in KEYS, served id,
- * mark field, label, minute key's index, [[command, field, delta], ...]]. Per item: -1 when the
+ * ARGV[1] the items as JSON, each [served key's index in KEYS, served id, mark field, label,
+ * [[counts key's index, expire-at seconds], ...], [[command, field, delta], ...]]: the mark and
+ * every counts key's deltas go in together, so a label is counted in its minute and its hour once. Per item: -1 when the
  * record is not the one read (expired or served again), 0 when the instance holds another label,
  * 2 when it holds this one (an earlier write landed), else 1: marked and counted.
  */
 const LABEL_SCRIPT = `
-local items = cjson.decode(ARGV[2])
+local items = cjson.decode(ARGV[1])
 local out = {}
 for n, item in ipairs(items) do
   local served = KEYS[item[1]]
@@ -179,9 +195,11 @@ for n, item in ipairs(items) do
     elseif mark then out[n] = 0
     else
       redis.call('HSET', served, item[3], item[4])
-      local minute = KEYS[item[5]]
-      for _, c in ipairs(item[6]) do redis.call(c[1], minute, c[2], c[3]) end
-      redis.call('EXPIRE', minute, ARGV[1])
+      for _, target in ipairs(item[5]) do
+        local counts = KEYS[target[1]]
+        for _, c in ipairs(item[6]) do redis.call(c[1], counts, c[2], c[3]) end
+        redis.call('EXPIREAT', counts, target[2])
+      end
       out[n] = 1
     end
   end

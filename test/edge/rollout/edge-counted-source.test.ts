@@ -27,7 +27,7 @@ describe('withEdgeCounts', () => {
   })
 
   it('gives no realized figures when the threshold is not a bin edge, and still the failures', async () => {
-    const store = new MemoryGroundTruth()
+    const store = new MemoryGroundTruth({ now: () => NOW })
     await store.edgeFailure('m', 3, Math.floor(NOW / 60_000))
     const arm = await withEdgeCounts(backend, store, { threshold: async () => 0.33, now: () => NOW }).arm('m', 3, 1)
     expect(arm.realized).toBeUndefined()

@@ -174,6 +174,26 @@ describe('when a label write fails once', () => {
   })
 })
 
+describe('a label that comes hours after its prediction', () => {
+  it('counts in the minute and hour the prediction was served, not the one it arrived in, with its delay', async () => {
+    const store = new MemoryGroundTruth()
+    const labeller = generateApiKey('test')
+    const app = createApp({ parts: { groundTruth: store, keys: new MemoryKeyStore([{ name: 'labels', hash: await hashApiKey(labeller), scopes: ['feedback'], rate_limit_per_minute: 10_000 }]) } })
+    const key = { tenant: 'labels', requestId: 'order-late-0001' }
+    const servedAt = Date.now() - 5 * 3_600_000
+    await store.serve(key, { model: 'late', version: 2, variant: 'stable', at: servedAt, labels: ['no', 'yes'], scores: [0.7] }, 86_400)
+    const res = await app.request('/v1/feedback', { method: 'POST', body: JSON.stringify({ request_id: key.requestId, label: 'yes' }), headers: { 'content-type': 'application/json', authorization: `Bearer ${labeller}` } }, env)
+    expect(await res.json()).toMatchObject({ accepted: 1 })
+    const rows = async (from: number, to: number) => (await store.window('late', 2, from, to)).bins.reduce((sum, b) => sum + b.rows, 0)
+    const served = minuteOf(servedAt)
+    const now = minuteOf(Date.now())
+    expect(await rows(served, served)).toBe(1)
+    expect(await rows(now - 60, now)).toBe(0)
+    // Five hours late: in the delay bucket that ends at 6 h.
+    expect((await store.window('late', 2, served, served)).delays).toEqual([0, 0, 0, 1, 0, 0, 0, 0])
+  })
+})
+
 describe('with the served-prediction store unreachable', () => {
   it('still answers predictions, and refuses feedback with a 503 and Retry-After, within the Redis budget', async () => {
     // Nothing listens on port 1: every call fails at once; the budget bounds one that would hang.

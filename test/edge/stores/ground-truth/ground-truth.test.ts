@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from '@upstash/redis'
 import { binIndex } from '../../../../shared/drift/statistics.ts'
 import { PREDICTION_EDGES, rowLogLoss } from '../../../../shared/quality.ts'
-import type { GroundTruthStore, LabelCount, LabelWrite, Served, ServedKey, ServedRecord } from '../../../../edge/stores/ground-truth/ground-truth-store.ts'
+import { type GroundTruthStore, type LabelCount, type LabelWrite, type Served, type ServedKey, type ServedRecord, windowReads } from '../../../../edge/stores/ground-truth/ground-truth-store.ts'
 import { MemoryGroundTruth } from '../../../../edge/stores/ground-truth/memory.ts'
 import { UpstashGroundTruth } from '../../../../edge/stores/ground-truth/upstash.ts'
 import { startUpstashRedis, type UpstashRedis } from '../../../dev/support/upstash-redis.ts'
@@ -18,6 +18,10 @@ afterAll(async () => {
   await upstash?.stop()
 })
 
+/** An hour-aligned minute three hours ago: every minute and hour the tests write is still kept. */
+const HOUR0 = (Math.floor(Date.now() / 3_600_000) - 3) * 60
+const M = HOUR0 + 10
+
 const record = (scores: number[], version = 2): ServedRecord => ({ model: 'm', version, variant: 'stable', at: 0, labels: ['no', 'yes'], scores })
 const key = (requestId: string, tenant = 'shop'): ServedKey => ({ tenant, requestId })
 const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2)}`
@@ -25,7 +29,7 @@ const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice
 /** A label write for instance `index` of the record read under `at`. */
 const write = (at: ServedKey, served: Served, index: number, label: string, count: Partial<LabelCount> = {}): LabelWrite => ({
   key: at, servedId: served.servedId, index, label,
-  count: { model: served.model, version: served.version, minute: 100, score: served.scores[index], positive: label === 'yes', delaySeconds: 30, ...count },
+  count: { model: served.model, version: served.version, minute: M, score: served.scores[index], positive: label === 'yes', delaySeconds: 30, ...count },
 })
 
 const stores: Array<[string, () => GroundTruthStore]> = [
@@ -56,7 +60,7 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
       .toEqual(['counted', 'counted', 'already', 'duplicate', 'gone'])
     // A resend of the whole write (its first answer lost) counts nothing again.
     expect(await store.label([write(at, served!, 0, 'no'), write(at, served!, 1, 'yes')])).toEqual(['already', 'already'])
-    const w = await store.window(model, 2, 100, 100)
+    const w = await store.window(model, 2, M, M)
     expect(w.bins.reduce((sum, b) => sum + b.rows, 0)).toBe(2)
     expect(w.bins.reduce((sum, b) => sum + b.positives, 0)).toBe(1)
   })
@@ -73,8 +77,8 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     expect(later!.servedId).not.toBe(earlier!.servedId)
     expect(await store.label([write(at, earlier!, 0, 'no')])).toEqual(['gone'])
     expect(await store.label([write(at, later!, 0, 'yes')])).toEqual(['counted'])
-    expect((await store.window(model, 1, 100, 100)).bins.reduce((sum, b) => sum + b.rows, 0)).toBe(1)
-    expect((await store.window(model, 2, 100, 100)).bins.reduce((sum, b) => sum + b.rows, 0)).toBe(1)
+    expect((await store.window(model, 1, M, M)).bins.reduce((sum, b) => sum + b.rows, 0)).toBe(1)
+    expect((await store.window(model, 2, M, M)).bins.reduce((sum, b) => sum + b.rows, 0)).toBe(1)
   })
 
   it('sums label counts per bin over the minutes of a window, with edge failures, and nothing outside it', async () => {
@@ -84,13 +88,13 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     await store.serve(at, { ...record([0.92, 0.91, 0.1, 0.1], 3), model }, 60)
     const [served] = await store.records([at])
     await store.label([
-      write(at, served!, 0, 'yes', { minute: 100 }),
-      write(at, served!, 1, 'no', { minute: 100, delaySeconds: 7_200 }),
-      write(at, served!, 2, 'no', { minute: 101 }),
-      write(at, served!, 3, 'yes', { minute: 103 }),
+      write(at, served!, 0, 'yes', { minute: M }),
+      write(at, served!, 1, 'no', { minute: M, delaySeconds: 7_200 }),
+      write(at, served!, 2, 'no', { minute: M + 1 }),
+      write(at, served!, 3, 'yes', { minute: M + 3 }),
     ])
-    await Promise.all([store.edgeFailure(model, 3, 101), store.edgeFailure(model, 3, 101), store.edgeFailure(model, 4, 101)])
-    const w = await store.window(model, 3, 100, 102)
+    await Promise.all([store.edgeFailure(model, 3, M + 1), store.edgeFailure(model, 3, M + 1), store.edgeFailure(model, 4, M + 1)])
+    const w = await store.window(model, 3, M, M + 2)
     const high = binIndex(PREDICTION_EDGES, 0.92)
     const low = binIndex(PREDICTION_EDGES, 0.1)
     expect(w.bins[high]).toEqual({ rows: 2, positives: 1 })
@@ -110,7 +114,47 @@ describe.each(stores)('the ground-truth store %s', (_, make) => {
     await store.serve(at, { ...record([0.5, 0.5, 0.5, 0.5]), model }, 60)
     const [served] = await store.records([at])
     await store.label([0, 60, 61, 600].map((delaySeconds, i) => write(at, served!, i, 'yes', { delaySeconds })))
-    expect((await store.window(model, 2, 100, 100)).delays).toEqual([2, 2, 0, 0, 0, 0, 0, 0])
+    expect((await store.window(model, 2, M, M)).delays).toEqual([2, 2, 0, 0, 0, 0, 0, 0])
+  })
+
+  it('keeps hourly rollups beside the minutes, each label and edge failure in both once, a resend in neither', async () => {
+    const store = make()
+    const model = unique('hourly')
+    const at = key(unique('hourly'))
+    await store.serve(at, { ...record([0.9, 0.9, 0.2, 0.2, 0.6]), model }, 60)
+    const [served] = await store.records([at])
+    const minutes = [HOUR0, HOUR0 + 59, HOUR0 + 60, HOUR0 + 61, HOUR0 + 150]
+    const writes = minutes.map((minute, i) => write(at, served!, i, i % 2 ? 'yes' : 'no', { minute }))
+    expect(await store.label(writes)).toEqual(['counted', 'counted', 'counted', 'counted', 'counted'])
+    expect(await store.label(writes)).toEqual(['already', 'already', 'already', 'already', 'already'])
+    await store.edgeFailure(model, 2, HOUR0 + 30)
+    const rows = async (from: number, to: number) => (await store.window(model, 2, from, to)).bins.reduce((sum, b) => sum + b.rows, 0)
+    // HOUR0's whole hour is read from its rollup; HOUR0+60..61 are minutes at the window's edge.
+    expect(await rows(HOUR0, HOUR0 + 61)).toBe(4)
+    expect(await rows(HOUR0, HOUR0 + 59)).toBe(2)
+    expect(await rows(HOUR0 + 1, HOUR0 + 60)).toBe(2)
+    expect(await rows(HOUR0 - 60, HOUR0 + 179)).toBe(5)
+    expect((await store.window(model, 2, HOUR0 - 60, HOUR0 + 179)).edgeFailures).toBe(1)
+  })
+})
+
+describe.each(stores)('counts by serving time in the store %s', (_, make) => {
+  it('counts a label for a minute whose counts have expired in its hour only, and one past the hours nowhere, each marked once', async () => {
+    const store = make()
+    const model = unique('late')
+    const at = key(unique('late'))
+    await store.serve(at, { ...record([0.9, 0.9]), model }, 60)
+    const [served] = await store.records([at])
+    // Two days ago: past the minutes' day, within the hours' week. Eight days ago: past both.
+    const twoDays = HOUR0 - 2 * 24 * 60 + 5
+    const eightDays = HOUR0 - 8 * 24 * 60 + 5
+    expect(await store.label([write(at, served!, 0, 'yes', { minute: twoDays }), write(at, served!, 1, 'yes', { minute: eightDays })])).toEqual(['counted', 'counted'])
+    expect(await store.label([write(at, served!, 1, 'yes', { minute: eightDays })])).toEqual(['already'])
+    const rows = async (from: number, to: number) => (await store.window(model, 2, from, to)).bins.reduce((sum, b) => sum + b.rows, 0)
+    expect(await rows(twoDays, twoDays)).toBe(0)
+    // Longer than a day: read in whole hours, so the label's hour is in it.
+    expect(await rows(twoDays, twoDays + 24 * 60)).toBe(1)
+    expect(await rows(HOUR0 - 9 * 24 * 60, HOUR0)).toBe(1)
   })
 })
 
@@ -121,10 +165,26 @@ describe('the Redis store', () => {
     const counting = new Proxy(redis, { get: (target, name, receiver) => (name === 'eval' ? (...args: Parameters<Redis['eval']>) => (writes++, target.eval(...args)) : Reflect.get(target, name, receiver)) })
     const store = new UpstashGroundTruth(counting, { timeoutMs: 2_000, failureFlushMs: 20 })
     const model = `batch-${Math.random().toString(36).slice(2)}`
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.edgeFailure(model, 1 + (i % 2), 7)))
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.edgeFailure(model, 1 + (i % 2), M)))
     expect(writes).toBe(1)
-    expect((await store.window(model, 1, 7, 7)).edgeFailures).toBe(25)
-    expect((await store.window(model, 2, 7, 7)).edgeFailures).toBe(25)
+    expect((await store.window(model, 1, M, M)).edgeFailures).toBe(25)
+    expect((await store.window(model, 2, M, M)).edgeFailures).toBe(25)
+  })
+})
+
+describe('the reads of a window', () => {
+  it('takes whole hours from their rollups and the minutes at either end, a day at most ~140 reads and a week its 168 hours', () => {
+    const h = 1_000 * 60
+    expect(windowReads(h + 58, h + 121)).toEqual([{ unit: 'm', at: h + 58 }, { unit: 'm', at: h + 59 }, { unit: 'h', at: 1_001 }, { unit: 'm', at: h + 120 }, { unit: 'm', at: h + 121 }])
+    expect(windowReads(h + 5, h + 20)).toHaveLength(16)
+    const day = windowReads(h + 30, h + 30 + 24 * 60 - 1)
+    expect(day.filter((r) => r.unit === 'h')).toHaveLength(23)
+    expect(day).toHaveLength(23 + 60)
+    // Longer than the minutes are kept: widened to whole hours.
+    const week = windowReads(h + 1, h + 7 * 24 * 60)
+    expect(week.every((r) => r.unit === 'h')).toBe(true)
+    expect(week).toHaveLength(7 * 24 + 1)
+    expect(windowReads(h, h + 7 * 24 * 60 - 1)).toHaveLength(7 * 24)
   })
 })
 
