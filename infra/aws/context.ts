@@ -19,7 +19,15 @@ export const lambdaTierContext = z.object({
   provisionedConcurrency: int(0, 10_000).optional(),
   // Default LAMBDA_TIER_DEFAULTS.reservedConcurrency; 0 stops the tier.
   reservedConcurrency: int(0, 10_000).optional(),
+  // Drift merging: the Upstash REST URL and the Secrets Manager secret holding its token (both or neither).
+  redisUrl: z.url().optional(),
+  redisTokenSecret: z.string().min(1).optional(),
+  // OTLP/HTTP export of spans and metrics; the headers (an API key, say) from a secret.
+  otlpEndpoint: z.url().optional(),
+  otlpHeadersSecret: z.string().min(1).optional(),
 })
+  .refine((c) => (c.redisUrl === undefined) === (c.redisTokenSecret === undefined), { message: 'set both redisUrl and redisTokenSecret, or neither', path: ['redisTokenSecret'] })
+  .refine((c) => c.otlpHeadersSecret === undefined || c.otlpEndpoint !== undefined, { message: 'otlpHeadersSecret needs otlpEndpoint', path: ['otlpHeadersSecret'] })
 
 export const CONTEXT_KEYS = Object.keys(lambdaTierContext.shape) as Array<keyof typeof lambdaTierContext.shape>
 
@@ -30,6 +38,11 @@ export const lambdaTierOptionsFromContext = (get: (key: string) => unknown): Par
   if (!parsed.success) {
     throw new Error(`invalid CDK context: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
   }
-  const { logRetentionDays, ...rest } = parsed.data
-  return { ...rest, ...(logRetentionDays === undefined ? {} : { logRetentionDays: logRetentionDays as RetentionDays }) }
+  const { logRetentionDays, redisUrl, redisTokenSecret, otlpEndpoint, otlpHeadersSecret, ...rest } = parsed.data
+  return {
+    ...rest,
+    ...(logRetentionDays === undefined ? {} : { logRetentionDays: logRetentionDays as RetentionDays }),
+    ...(redisUrl && redisTokenSecret ? { redis: { url: redisUrl, tokenSecret: redisTokenSecret } } : {}),
+    ...(otlpEndpoint ? { otlp: { endpoint: otlpEndpoint, ...(otlpHeadersSecret ? { headersSecret: otlpHeadersSecret } : {}) } } : {}),
+  }
 }

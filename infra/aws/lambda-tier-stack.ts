@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Aws, CfnOutput, Duration, IgnoreMode, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib'
+import { Aws, CfnOutput, Duration, IgnoreMode, RemovalPolicy, SecretValue, Stack, type StackProps } from 'aws-cdk-lib'
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
 import * as iam from 'aws-cdk-lib/aws-iam'
@@ -59,6 +59,14 @@ export interface LambdaTierOptions {
   provisionedConcurrency: number
   /** Caps concurrent instances (and so cost and the account's shared pool); 0 stops every invoke. */
   reservedConcurrency: number
+  /**
+   * The Upstash Redis the backend replicas merge drift counts in: with it the tier's rows count in
+   * the same reports (and canary decisions). The token is read from a Secrets Manager secret at
+   * deploy (a dynamic reference), never written into the template.
+   */
+  redis?: { url: string; tokenSecret: string }
+  /** The OTLP/HTTP collector the tier pushes its spans and metrics to (nothing scrapes a Lambda); headers from a secret, as the token. */
+  otlp?: { endpoint: string; headersSecret?: string }
 }
 
 export interface LambdaTierStackProps extends StackProps, Partial<LambdaTierOptions> {
@@ -68,6 +76,22 @@ export interface LambdaTierStackProps extends StackProps, Partial<LambdaTierOpti
 
 /** The function environment: only names backend/settings.ts reads, so a typo fails the type check. */
 export type LambdaEnvironment = Partial<Record<keyof Settings, string>>
+
+/** The OpenTelemetry SDK's own variables (not settings.ts's), as the tier sets them. */
+export type OtelEnvironment = Partial<Record<'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_HEADERS' | 'OTEL_SERVICE_NAME', string>>
+
+/** The service name of the tier's spans and metrics: its series and spans are told from the server's by it. */
+export const LAMBDA_SERVICE_NAME = 'edge-infer-lambda'
+
+/** A Secrets Manager secret's string, resolved by CloudFormation at deploy: the template holds only its name. */
+const secretString = (secret: string): string => SecretValue.secretsManager(secret).unsafeUnwrap()
+
+/** Drift merging and OTLP export, each off unless configured (as on the server). */
+export const telemetryEnvironment = ({ redis, otlp }: Pick<LambdaTierOptions, 'redis' | 'otlp'>): LambdaEnvironment & OtelEnvironment => ({
+  ...(redis ? { UPSTASH_REDIS_REST_URL: redis.url, UPSTASH_REDIS_REST_TOKEN: secretString(redis.tokenSecret) } : {}),
+  ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_SERVICE_NAME: LAMBDA_SERVICE_NAME } : {}),
+  ...(otlp?.headersSecret ? { OTEL_EXPORTER_OTLP_HEADERS: secretString(otlp.headersSecret) } : {}),
+})
 
 /** The image's code asset: staged at synth (a directory copy), built by Docker only at deploy. */
 export const imageCode = (root = REPO_ROOT): lambda.DockerImageCode =>
@@ -100,6 +124,8 @@ export class LambdaTierStack extends Stack {
       logLevel: props.logLevel ?? LAMBDA_TIER_DEFAULTS.logLevel,
       provisionedConcurrency: props.provisionedConcurrency ?? LAMBDA_TIER_DEFAULTS.provisionedConcurrency,
       reservedConcurrency: props.reservedConcurrency ?? LAMBDA_TIER_DEFAULTS.reservedConcurrency,
+      ...(props.redis ? { redis: props.redis } : {}),
+      ...(props.otlp ? { otlp: props.otlp } : {}),
     }
     if (options.provisionedConcurrency > options.reservedConcurrency) {
       throw new Error(`provisionedConcurrency ${options.provisionedConcurrency} exceeds reservedConcurrency ${options.reservedConcurrency}`)
@@ -121,11 +147,13 @@ export class LambdaTierStack extends Stack {
 
     // ORT_DISABLE_TELEMETRY is read by onnxruntime itself, not settings.ts: without it 1.30 starts
     // Microsoft's telemetry client on Linux (issue 31 §2).
-    const environment: LambdaEnvironment & { ORT_DISABLE_TELEMETRY: '1' } = {
+    const environment: LambdaEnvironment & OtelEnvironment & { ORT_DISABLE_TELEMETRY: '1' } = {
       ORT_DISABLE_TELEMETRY: '1',
       MODEL_REPOSITORY: IMAGE_MODEL_REPOSITORY,
       LOG_LEVEL: options.logLevel,
       MODEL_MEMORY_BUDGET_MB: String(options.memoryMb - NON_MODEL_HEADROOM_MB),
+      // Redis and the collector are reached over HTTPS from outside any VPC: no permission to grant.
+      ...telemetryEnvironment(options),
     }
     this.fn = new lambda.DockerImageFunction(this, 'Function', {
       code: props.code ?? imageCode(),

@@ -179,6 +179,38 @@ describe('LambdaTierStack template', () => {
     expect(aliasId).toBeTruthy()
   })
 
+  it('merges drift through Redis and exports over OTLP when the context names them: URLs in the environment, secrets as dynamic references, no new permission', async () => {
+    const { json, template } = await synth({
+      redisUrl: 'https://eu1-merry-cat-12345.upstash.io', redisTokenSecret: 'edge-infer/upstash-token',
+      otlpEndpoint: 'https://otlp.example.net', otlpHeadersSecret: 'edge-infer/otlp-headers',
+    })
+    const [, fn] = ofType(json, 'AWS::Lambda::Function')[0]!
+    const variables = (fn.Properties!.Environment as { Variables: Record<string, string> }).Variables
+    expect(variables).toMatchObject({
+      UPSTASH_REDIS_REST_URL: 'https://eu1-merry-cat-12345.upstash.io',
+      UPSTASH_REDIS_REST_TOKEN: '{{resolve:secretsmanager:edge-infer/upstash-token:SecretString:::}}',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.net',
+      OTEL_EXPORTER_OTLP_HEADERS: '{{resolve:secretsmanager:edge-infer/otlp-headers:SecretString:::}}',
+      OTEL_SERVICE_NAME: 'edge-infer-lambda',
+    })
+    // The settings accept what the secret resolves to; the OTel SDK reads its own variables.
+    expect(readSettings({ ...variables, UPSTASH_REDIS_REST_TOKEN: 'resolved-token' })).toMatchObject({ UPSTASH_REDIS_REST_URL: 'https://eu1-merry-cat-12345.upstash.io', DRIFT_MONITORING: 'on' })
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0)
+    expect(allStatements(json)).toEqual(allStatements(base.json))
+    // Off by default, as on the server: no Redis, no collector.
+    const [, plain] = ofType(base.json, 'AWS::Lambda::Function')[0]!
+    expect(Object.keys((plain.Properties!.Environment as { Variables: Record<string, string> }).Variables).filter((n) => /^(UPSTASH|OTEL)_/.test(n))).toEqual([])
+  })
+
+  it('refuses half a Redis configuration and OTLP headers without an endpoint', () => {
+    const read = (context: Record<string, string>) => () => lambdaTierOptionsFromContext((key) => context[key])
+    expect(read({ redisUrl: 'https://r.upstash.io' })).toThrow(/redisTokenSecret: set both redisUrl and redisTokenSecret/)
+    expect(read({ redisTokenSecret: 'edge-infer/upstash-token' })).toThrow(/redisTokenSecret/)
+    expect(read({ redisUrl: 'not a url', redisTokenSecret: 's' })).toThrow(/redisUrl/)
+    expect(read({ otlpHeadersSecret: 'edge-infer/otlp-headers' })).toThrow(/otlpHeadersSecret needs otlpEndpoint/)
+    expect(read({ otlpEndpoint: 'https://otlp.example.net' })()).toEqual({ otlp: { endpoint: 'https://otlp.example.net' } })
+  })
+
   it('refuses provisioned concurrency above the reserved cap', () => {
     expect(() => new LambdaTierStack(new App(), 'Over', { provisionedConcurrency: 5, reservedConcurrency: 2 })).toThrow(/exceeds reservedConcurrency/)
   })
