@@ -64,6 +64,11 @@ export const createApi = (key: string) => {
     /** The edge's comparison of `version` as a shadow, from its drift report; null when the edge could not read its counts. */
     shadowComparison: async (name: string, version: number) => (await json<{ shadow_comparison?: ShadowPair[] | null }>(`${model(name)}/versions/${version}/drift`)).shadow_comparison ?? null,
     backendStats: () => json<BackendStats>('/v1/backend/stats'),
+    /** Pauses or resumes the canary if the rollout is still at the revision `etag` names; a 412 says it is not. */
+    canary: async (name: string, action: 'pause' | 'resume', etag: string): Promise<RolloutState> => {
+      const res = await call(`${model(name)}/rollout/${action}`, { method: 'POST', headers: { 'if-match': etag } })
+      return { ...((await res.json()) as z.infer<typeof rolloutState>), etag: res.headers.get('etag') ?? '' }
+    },
     /** Replaces the rollout if it is still at the revision `etag` names; a 412 says it is not. */
     putRollout: async (name: string, rollout: RolloutPut, etag: string): Promise<RolloutState> => {
       const res = await call(`${model(name)}/rollout`, { method: 'PUT', headers: { 'content-type': 'application/json', 'if-match': etag }, body: JSON.stringify(rollout) })

@@ -5,12 +5,15 @@ type Arm = Rollout['arms'][number]
 /** What a PUT sends: the edge derives the layout and fills in the canary's bookkeeping. */
 export type RolloutPut = Omit<Rollout, 'layout' | 'canary'> & { canary?: Pick<NonNullable<Rollout['canary']>, 'variant' | 'baseline_variant'> }
 
-export type ActionName = 'start' | 'pause' | 'rollback' | 'promote'
+export type ActionName = 'start' | 'pause' | 'resume' | 'rollback' | 'promote'
 
-/** A change the operator is asked to confirm: the rollout to PUT, and what it does in words. */
+/**
+ * A change the operator is asked to confirm: the rollout to PUT (none for a pause or resume, which
+ * are their own POSTs and keep the canary), and what it does in words.
+ */
 export interface Plan {
   action: ActionName
-  rollout: RolloutPut
+  rollout?: RolloutPut
   summary: string
 }
 
@@ -28,8 +31,8 @@ const describeArms = (arms: readonly Arm[]) => arms.map((a) => `${a.variant} v${
 const body = ({ layout: _layout, canary: _canary, ...rest }: Rollout): RolloutPut => rest
 
 /**
- * The canary arm and its baseline: those the rollout's canary names, or after a pause (which
- * ends the controller's drive) the console's canary arm while it has weight, beside the heaviest other arm.
+ * The canary arm and its baseline: those the rollout's canary names, or once the controller's
+ * drive ended (a PUT without one) the console's canary arm while it has weight, beside the heaviest other arm.
  */
 const canaryPair = (rollout: Rollout): { canary: Arm; baseline: Arm } | undefined => {
   const named = (variant: string | undefined) => rollout.arms.find((a) => a.variant === variant)
@@ -46,7 +49,8 @@ const canaryPair = (rollout: Rollout): { canary: Arm; baseline: Arm } | undefine
 /** Why an action does not apply to this rollout, or undefined when it does. */
 export const blocker = (rollout: Rollout, action: ActionName): string | undefined => {
   if (action === 'start') return rollout.canary ? 'a canary is already running' : undefined
-  if (action === 'pause') return rollout.canary ? undefined : 'no canary is running'
+  if (action === 'pause') return !rollout.canary ? 'no canary is running' : rollout.canary.paused_at !== undefined ? 'the canary is already paused' : undefined
+  if (action === 'resume') return rollout.canary?.paused_at === undefined ? 'no canary is paused' : undefined
   return canaryPair(rollout) ? undefined : 'there is no canary arm with weight'
 }
 
@@ -74,7 +78,10 @@ export const planFor = (rollout: Rollout, action: ActionName, version?: number):
   const { canary, baseline } = canaryPair(rollout)!
   const pair = canary.weight + baseline.weight
   if (action === 'pause') {
-    return { action, rollout: body(rollout), summary: `pause the canary: the controller stops moving it; weights stay\n${describeArms(rollout.arms)}` }
+    return { action, summary: `pause canary v${canary.version} at ${canary.weight}%: the controller leaves it (weight, streaks and step clock kept) until resumed\n${describeArms(rollout.arms)}` }
+  }
+  if (action === 'resume') {
+    return { action, summary: `resume canary v${canary.version} at ${canary.weight}%: the controller continues the same step, the paused time not counted\n${describeArms(rollout.arms)}` }
   }
   // As the controller does it: a rollback leaves the canary arm at 0, a promotion gives the baseline arm its version.
   const arms = action === 'rollback'

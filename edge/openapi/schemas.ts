@@ -143,7 +143,7 @@ export const historyEntry = z.object({
   model: z.string(),
   time: z.string().describe('ISO 8601'),
   actor: z.string().describe('"controller", or the name of the admin key that made a manual change'),
-  action: z.enum(['rollback', 'step', 'promote', 'hold', 'alert', 'start_canary', 'manual']),
+  action: z.enum(['rollback', 'step', 'promote', 'hold', 'alert', 'start_canary', 'manual', 'pause', 'resume']),
   variant: z.string().nullable(),
   from_weight: z.number().nullable(),
   to_weight: z.number().nullable(),

@@ -38,6 +38,8 @@ export type TickOutcome =
   | { model: string; outcome: 'unchanged' | 'conflict'; decision: Decision }
   | { model: string; outcome: 'applied' | 'updated' | 'unchanged' | 'conflict'; shadow: ShadowVerdict; revision?: number }
   | { model: string; outcome: 'failed'; error: string }
+  /** An operator paused the canary: nothing is read or written until it is resumed. */
+  | { model: string; outcome: 'paused'; since: number }
 
 /**
  * The rollout controller. Each `tick()` reads, for every model whose rollout runs a canary, the
@@ -61,7 +63,9 @@ export const createController = ({
       ? { action: outcome.decision.action, from_weight: outcome.decision.from_weight, to_weight: outcome.decision.to_weight, reason: outcome.decision.reason }
       : 'shadow' in outcome
         ? { shadow: outcome.shadow.action, ...('reason' in outcome.shadow ? { reason: outcome.shadow.reason } : {}) }
-        : { error: outcome.error }
+        : 'since' in outcome
+          ? { paused_at: new Date(outcome.since).toISOString() }
+          : { error: outcome.error }
     log(JSON.stringify({ level: outcome.outcome === 'failed' ? 'error' : 'info', msg: 'rollout controller', model: outcome.model, outcome: outcome.outcome, ...detail }))
     return outcome
   }
@@ -122,6 +126,7 @@ export const createController = ({
     const arms = stored && canaryArms(stored.rollout)
     if (stored && !arms && shadowCounts) return promoteShadow(model, stored, now, shadowCounts)
     if (!stored || !arms) return undefined
+    if (arms.state.paused_at !== undefined) return report({ model, outcome: 'paused', since: arms.state.paused_at })
     const minutes = windowMinutes(arms.state.step_started_at, now, config)
     const [stable, canary] = await Promise.all([source.arm(model, arms.baseline.version, minutes), source.arm(model, arms.canary.version, minutes)])
     const { decision, streaks } = decide({ rollout: stored.rollout, stable, canary, config, now })

@@ -22,6 +22,12 @@ const canarySchema = z.strictObject({
   critical_streak: z.number().int().nonnegative().default(0),
   /** Clean windows in this step, counted only as far as stepping needs. */
   clean_streak: z.number().int().nonnegative().default(0),
+  /**
+   * When an operator paused the canary (epoch ms; `POST …/rollout/pause`). While set the
+   * controller leaves the canary as it is, weight, streaks and step clock; a resume moves
+   * `step_started_at` on by the paused time, so the step's dwell is counted without the pause.
+   */
+  paused_at: z.number().int().nonnegative().optional(),
   /** Reason of the newest recorded hold or alert, so a repeat of it is neither recorded nor posted. */
   last_reason: z.string().max(500).optional(),
   /**

@@ -71,3 +71,26 @@ export const canaryFromShadow = (rollout: Rollout, now: number): Rollout | strin
   }
   return withLayout(next, rollout)
 }
+
+/**
+ * The rollout with its canary paused at `now`: weights, layout, streaks and step clock kept, so a
+ * resume continues the same step. A string says why it cannot be paused.
+ */
+export const pausedRollout = (rollout: Rollout, now: number): Rollout | string => {
+  const arms = canaryArms(rollout)
+  if (!arms) return 'the rollout runs no canary'
+  if (arms.state.paused_at !== undefined) return 'the canary is already paused'
+  return { ...rollout, canary: { ...arms.state, paused_at: now } }
+}
+
+/**
+ * The rollout with its paused canary resumed at `now`: the step clock moved on by the time paused,
+ * so the step's dwell counts only time the controller was driving it. A string says why not.
+ */
+export const resumedRollout = (rollout: Rollout, now: number): Rollout | string => {
+  const arms = canaryArms(rollout)
+  if (!arms) return 'the rollout runs no canary'
+  const { paused_at: pausedAt, ...state } = arms.state
+  if (pausedAt === undefined) return 'the canary is not paused'
+  return { ...rollout, canary: { ...state, step_started_at: state.step_started_at + Math.max(0, now - pausedAt) } }
+}

@@ -11,10 +11,12 @@ import type { AuthVariables } from '../pipeline/auth/index.ts'
 import { jsonBody } from '../pipeline/body/json-body.ts'
 import type { BodyVariables } from '../pipeline/body/index.ts'
 import { bytesToHex } from '../stores/keys/api-key.ts'
+import { randomUuid } from '../random-ids.ts'
 import type { Reroutes } from '../pipeline/route/reroutes.ts'
 import type { Responder } from '../pipeline/stage.ts'
 import { answer, route } from './route.ts'
 import { shadowWindowErrors } from '../rollout/shadow-promotion.ts'
+import { pausedRollout, resumedRollout } from '../rollout/transition.ts'
 
 const etag = (revision: number) => `"r${revision}"`
 
@@ -36,7 +38,7 @@ const taggedRevisions = (ifMatch: string): number[] =>
   ifMatch.trim() === '*' ? [] : ifMatch.split(',').map((tag) => Number(/^"r(\d+)"$/.exec(tag.trim())?.[1]))
 
 /** The canary fields only the controller writes: a client setting them would steer its verdicts. */
-const CONTROLLER_FIELDS = ['step_started_at', 'critical_streak', 'clean_streak', 'last_reason'] as const
+const CONTROLLER_FIELDS = ['step_started_at', 'critical_streak', 'clean_streak', 'last_reason', 'paused_at'] as const
 
 /**
  * Controller fields a PUT sets. Restating the running canary's as GET showed them is not setting
@@ -161,6 +163,42 @@ const putRollout = (): Responder<{ isolate: { catalog: Catalog; rollouts: Rollou
     throw conflict()
   }
 
+/**
+ * `POST /v1/models/{model}/rollout/pause` and `…/resume`: the canary kept at its weight with its
+ * streaks, the controller's clock stopped while paused and moved on by the paused time on resume
+ * (edge/rollout/transition.ts), so it resumes the same step. Compare-and-set with If-Match like a
+ * PUT; the change is recorded in the history as `pause` or `resume`.
+ */
+const pauseOrResume = (action: 'pause' | 'resume'): Responder<{ isolate: { catalog: Catalog; rollouts: Rollouts }; requestId: string } & AuthVariables> =>
+  async function pauseOrResumeCanary(c) {
+    const ifMatch = c.req.header('if-match')
+    if (ifMatch === undefined) {
+      throw new Problem(428, 'Precondition Required', `a canary ${action} must name the revision it changes: send If-Match with the ETag from GET`, { slug: 'if-match-required' })
+    }
+    const { catalog, rollouts } = c.get('isolate')
+    const model = await catalog.describe(c.req.param().model, c.get('requestId'))
+    const stored = await rollouts.get(model.name, { fresh: true })
+    const current = stored?.revision ?? 0
+    if (matchedRevision(ifMatch, stored?.revision) === undefined) {
+      throw new Problem(412, 'Precondition Failed', `the rollout is at revision ${current}, not one that If-Match names; read it again and retry`, { slug: 'rollout-conflict' })
+    }
+    const now = Date.now()
+    const next = !stored ? 'the rollout runs no canary' : action === 'pause' ? pausedRollout(stored.rollout, now) : resumedRollout(stored.rollout, now)
+    if (typeof next === 'string') throw new Problem(400, 'Bad Request', `cannot ${action}: ${next}`, { slug: 'canary-state' })
+    const variant = next.canary!.variant
+    const weight = next.arms.find((a) => a.variant === variant)?.weight ?? null
+    const actor = c.var.caller?.name ?? 'admin'
+    const id = `rollout-${action}:${randomUuid()}`
+    const reason = action === 'pause'
+      ? `canary "${variant}" paused at ${weight}%: the controller leaves it until resumed`
+      : `canary "${variant}" resumed at ${weight}%: its step continues, the paused time not counted`
+    const entry: HistoryEntry = { id, model: model.name, time: new Date(now).toISOString(), actor, action, variant, from_weight: weight, to_weight: weight, reason, revision: current + 1 }
+    const revision = await rollouts.compareAndSet(model.name, current, next, { id, entry })
+    if (revision === undefined) throw new Problem(412, 'Precondition Failed', 'the rollout changed while this was applied; read it again and retry', { slug: 'rollout-conflict' })
+    c.header('etag', etag(revision))
+    return c.json({ model: model.name, revision, source: 'stored', rollout: next })
+  }
+
 /** `GET /v1/models/{model}/rollout/history`: the controller's decisions and the PUTs, newest first (`?limit=`, default 100, at most 500). */
 const getRolloutHistory = (): Responder<{ isolate: { history: HistoryReader } } & AuthVariables> =>
   async function getRolloutHistory(c) {
@@ -203,6 +241,21 @@ export const rolloutRoutes = () => [
     problems: [404, 412, 428],
     handle: answer(putRollout()),
   }),
+  ...(['pause', 'resume'] as const).map((action) => route({
+    method: 'post',
+    path: `/v1/models/:model/rollout/${action}`,
+    guard: 'admin',
+    operationId: action === 'pause' ? 'pauseCanary' : 'resumeCanary',
+    summary: action === 'pause' ? 'Pause the canary: weight, streaks and step clock kept' : 'Resume a paused canary from the same step',
+    description: action === 'pause'
+      ? 'The canary keeps its arm and weight; the controller leaves it (no decisions, its step clock stopped) until it is resumed. Compare-and-set with If-Match; recorded in the history as `pause`.'
+      : 'The controller drives the canary again from the step it was paused in; the step\'s start moves on by the time paused, so its dwell counts only time driven. Compare-and-set with If-Match; recorded in the history as `resume`.',
+    tag: 'rollout',
+    parameters: ['Model', 'IfMatch'],
+    answers: { 200: { description: 'stored', schema: rolloutStored, headers: ['ETag', ...RATE_LIMIT] } },
+    problems: [400, 404, 412, 428],
+    handle: answer(pauseOrResume(action)),
+  })),
   route({
     method: 'get',
     path: '/v1/models/:model/rollout/history',

@@ -73,6 +73,16 @@ const show = async (page: Page, view: string) => {
   await page.waitForSelector(`#view[data-view=${view}]`, WAIT)
 }
 
+/** The scene's edge: the worker under test, its admin key, and its scheduled handler fired as the minute's Cron Trigger does. */
+const scene = (): SceneEdge => ({
+  url: worker!.url,
+  key: admin,
+  tick: async () => {
+    const result = await (await worker!.mf.getWorker()).scheduled({ cron: '* * * * *', scheduledTime: new Date() })
+    if (result.outcome !== 'ok') throw new Error(`the scheduled handler ended ${result.outcome}`)
+  },
+})
+
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'console-browser-'))
   repository = await createCanaryRepository(SCENE_VERSIONS)
@@ -87,16 +97,8 @@ beforeAll(async () => {
   worker = stack.worker
   admin = stack.keys.ops!
   predictOnly = stack.keys.app!
-  const scene: SceneEdge = {
-    url: worker.url,
-    key: admin,
-    tick: async () => {
-      const result = await (await worker!.mf.getWorker()).scheduled({ cron: '* * * * *', scheduledTime: new Date() })
-      if (result.outcome !== 'ok') throw new Error(`the scheduled handler ended ${result.outcome}`)
-    },
-  }
-  await startCanary(scene, 1, 2)
-  await canaryRound(scene, 1, 2, 1)
+  await startCanary(scene(), 1, 2)
+  await canaryRound(scene(), 1, 2, 1)
   browser = await chromium.launchPersistentContext(join(scratch, 'profile'), { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
 })
 
@@ -201,13 +203,66 @@ describe('the operator console', () => {
     }
   })
 
+  it('pauses the canary on a confirmed click: ticks then change nothing; a resume continues the same step', async () => {
+    const history = async () => ((await (await edge(`/v1/models/${SCENE_MODEL}/rollout/history`)).json()) as { entries: Array<{ action: string; time: string; actor: string; revision: number }> }).entries
+    const before = await rolloutState()
+    expect(before.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=95', 'canary:v2=5'])
+    const page = await open(admin)
+    try {
+      await show(page, 'actions')
+      expect(await page.isDisabled('button[data-action=resume]')).toBe(true)
+      await page.click('button[data-action=pause]')
+      await page.waitForSelector('#confirm[open]', WAIT)
+      expect(await page.textContent('#confirm-text')).toContain(`POST /v1/models/${SCENE_MODEL}/rollout/pause`)
+      await page.click('#confirm-ok')
+      await page.waitForSelector('#notice.ok', WAIT)
+      const paused = await rolloutState()
+      expect(paused.revision).toBe(before.revision + 1)
+      expect(paused.rollout.arms).toEqual(before.rollout.arms)
+      expect(paused.rollout.layout).toBe(before.rollout.layout)
+      const { paused_at: pausedAt, ...kept } = paused.rollout.canary!
+      expect(kept).toEqual(before.rollout.canary)
+      const [pauseEntry] = await history()
+      expect(pauseEntry).toMatchObject({ action: 'pause', revision: paused.revision })
+      expect(Date.parse(pauseEntry.time)).toBe(pausedAt)
+      await page.waitForSelector('button[data-action=resume]:not([disabled])', WAIT)
+      expect(await page.isDisabled('button[data-action=pause]')).toBe(true)
+
+      // A healthy round and a tick that would step it (the round before stepped 1 → 5): paused, nothing moves or is recorded.
+      await canaryRound(scene(), 1, 2, 2)
+      const still = await rolloutState()
+      expect(still.revision).toBe(paused.revision)
+      expect(still.rollout).toEqual(paused.rollout)
+      expect((await history())[0].action).toBe('pause')
+
+      await page.click('button[data-action=resume]')
+      await page.waitForSelector('#confirm[open]', WAIT)
+      await page.click('#confirm-ok')
+      await page.locator('#notice.ok', { hasText: 'Resume canary applied' }).waitFor(WAIT)
+      const resumed = await rolloutState()
+      const [resumeEntry] = await history()
+      expect(resumeEntry).toMatchObject({ action: 'resume', revision: resumed.revision })
+      // The same step, its clock moved on by exactly the time paused; the streaks kept.
+      expect(resumed.rollout.arms).toEqual(before.rollout.arms)
+      expect(resumed.rollout.canary).toEqual({ ...before.rollout.canary, step_started_at: before.rollout.canary!.step_started_at + (Date.parse(resumeEntry.time) - pausedAt!) })
+      expect(errors.get(page)).toEqual([])
+    } finally {
+      await page.close()
+    }
+    // Driven again: the next healthy round steps it on from 5%.
+    await canaryRound(scene(), 1, 2, 3)
+    const stepped = await rolloutState()
+    expect(stepped.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)).toEqual(['stable:v1=80', 'canary:v2=20'])
+    expect((await history())[0]).toMatchObject({ action: 'step', revision: stepped.revision })
+  })
+
   it('rolls the canary back on a confirmed click, and the server holds the new weights', async () => {
     const page = await open(admin)
     try {
       await show(page, 'actions')
       await page.click('button[data-action=rollback]')
       await page.waitForSelector('#confirm[open]', WAIT)
-      expect(await page.textContent('#confirm-text')).toContain('canary v2 5%  →  stable v1 100%, canary v2 0%')
+      expect(await page.textContent('#confirm-text')).toContain('canary v2 20%  →  stable v1 100%, canary v2 0%')
       await page.click('#confirm-ok')
       await page.waitForSelector('#notice.ok', WAIT)
       expect(await page.textContent('#notice')).toMatch(/^Roll back applied: credit-risk is at revision \d+/)

@@ -196,6 +196,14 @@ describe('every declared route answers as declared', () => {
     await check('putRollout', { method: 'PUT', path: `${MODEL}/rollout`, body: state }, 428)
     await check('getRolloutHistory', { path: `${MODEL}/rollout/history` }, 200)
     await check('getRolloutHistory', { path: `${MODEL}/rollout/history?limit=0` }, 400)
+    // Pause and resume act on a running canary: none yet (400), then one started by PUT.
+    const etagNow = async () => (await app.request(`${MODEL}/rollout`, { headers: { authorization: `Bearer ${keys.all}` } }, env)).headers.get('etag') ?? ''
+    await check('pauseCanary', { method: 'POST', path: `${MODEL}/rollout/pause`, headers: { 'if-match': await etagNow() } }, 400)
+    const withCanary = { salt: 'openapi', arms: [{ variant: 'stable', version: 2, weight: 99 }, { variant: 'canary', version: 1, weight: 1 }], canary: { variant: 'canary', baseline_variant: 'stable' } }
+    await check('putRollout', { method: 'PUT', path: `${MODEL}/rollout`, body: withCanary, headers: { 'if-match': await etagNow() } }, 200)
+    await check('pauseCanary', { method: 'POST', path: `${MODEL}/rollout/pause`, headers: { 'if-match': await etagNow() } }, 200)
+    await check('resumeCanary', { method: 'POST', path: `${MODEL}/rollout/resume` }, 428)
+    await check('resumeCanary', { method: 'POST', path: `${MODEL}/rollout/resume`, headers: { 'if-match': await etagNow() } }, 200)
     await check('getDriftReport', { path: `${MODEL}/versions/2/drift` }, 200)
     await check('getDriftReport', { path: `${MODEL}/versions/two/drift` }, 400)
     await check('getModelQuality', { path: `${MODEL}/quality` }, 200)

@@ -18,6 +18,7 @@ export interface ActionContext {
 const LABELS: Record<ActionName, string> = {
   start: `Start canary at ${FIRST_STEP}%`,
   pause: 'Pause canary',
+  resume: 'Resume canary',
   rollback: 'Roll back',
   promote: 'Promote',
 }
@@ -34,10 +35,13 @@ const apply = async (ctx: ActionContext, model: string, initial: RolloutState, a
   for (;;) {
     const plan = planFor(state.rollout, action, version)
     if (typeof plan === 'string') return ctx.notice(`${note}${LABELS[action]} does not apply now: ${plan}.`, true)
-    const text = `${plan.summary}\n\nPUT /v1/models/${model}/rollout\nIf-Match: ${state.etag}  (revision ${state.revision})`
+    const request = plan.rollout ? `PUT /v1/models/${model}/rollout` : `POST /v1/models/${model}/rollout/${action}`
+    const text = `${plan.summary}\n\n${request}\nIf-Match: ${state.etag}  (revision ${state.revision})`
     if (!(await ctx.confirm(`${LABELS[action]}: ${model}`, note, text))) return ctx.notice(`${LABELS[action]} cancelled.`)
     try {
-      const stored = await ctx.api.putRollout(model, plan.rollout, state.etag)
+      const stored = plan.rollout
+        ? await ctx.api.putRollout(model, plan.rollout, state.etag)
+        : await ctx.api.canary(model, action === 'resume' ? 'resume' : 'pause', state.etag)
       ctx.notice(`${LABELS[action]} applied: ${model} is at revision ${stored.revision} (${arms(stored)}).`)
       return await ctx.refresh()
     } catch (err) {
@@ -48,7 +52,7 @@ const apply = async (ctx: ActionContext, model: string, initial: RolloutState, a
   }
 }
 
-/** Start, pause, roll back and promote the selected model's canary, each confirmed first. */
+/** Start, pause, resume, roll back and promote the selected model's canary, each confirmed first. */
 export const actionsView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement => {
   const { description, state } = snapshot.selected
   const model = description.name
@@ -65,10 +69,12 @@ export const actionsView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement
   return h('div', {},
     h('h2', {}, `${model} — revision ${state.revision}`),
     table(['arm', 'version', 'weight'], state.rollout.arms.map((a) => [a.variant, `v${a.version}`, `${a.weight}%`]), { class: 'arms' }),
-    h('p', {}, state.rollout.canary ? `The controller drives ${state.rollout.canary.variant} against ${state.rollout.canary.baseline_variant}.` : 'No canary is running.'),
+    h('p', { class: 'canary-state' }, !state.rollout.canary ? 'No canary is running.'
+      : state.rollout.canary.paused_at !== undefined ? `Paused since ${new Date(state.rollout.canary.paused_at).toLocaleString()}: the controller leaves ${state.rollout.canary.variant} at its weight until resumed.`
+      : `The controller drives ${state.rollout.canary.variant} against ${state.rollout.canary.baseline_variant}.`),
     h('div', { class: 'actions' },
       h('label', {}, 'version ', version), button('start'),
-      button('pause'), button('rollback'), button('promote')),
-    h('p', { class: 'muted' }, 'Each action replaces the rollout with one PUT carrying If-Match: the revision shown above. If someone (or the controller) changed it since, the console shows the new state and asks again.'),
+      button('pause'), button('resume'), button('rollback'), button('promote')),
+    h('p', { class: 'muted' }, 'Each action is one request carrying If-Match: the revision shown above (a PUT of the rollout; pause and resume are their own POSTs, which keep the canary). If someone (or the controller) changed it since, the console shows the new state and asks again.'),
   )
 }

@@ -75,7 +75,7 @@ export const canaryView = (snapshot: Snapshot): HTMLElement => {
   const canary = rollout.arms.find((a) => a.variant === rollout.canary?.variant)
   const status = share === undefined
     ? 'No canary is running.'
-    : `Canary v${canary!.version} at ${share}% of its pair${rollout.canary ? ` since ${new Date(rollout.canary.step_started_at).toLocaleTimeString()}` : ''}`
+    : `Canary v${canary!.version} at ${share}% of its pair${rollout.canary ? ` since ${new Date(rollout.canary.step_started_at).toLocaleTimeString()}` : ''}${rollout.canary?.paused_at !== undefined ? ` — paused since ${new Date(rollout.canary.paused_at).toLocaleTimeString()}: the controller leaves it until resumed` : ''}`
   const chart = h('div', { class: 'chart weight-chart' })
   const view = h('div', {},
     h('h2', {}, 'Ladder'),

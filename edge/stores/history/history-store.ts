@@ -9,7 +9,8 @@ export interface HistoryEntry {
   time: string
   /** "controller", or the name of the admin key that made a manual change. */
   actor: string
-  action: Action | 'manual'
+  /** `pause` and `resume`: an admin paused or resumed the canary (`POST …/rollout/pause`, `…/resume`). */
+  action: Action | 'manual' | 'pause' | 'resume'
   /** The canary arm's variant and weights before and after; null for a manual change without a canary. */
   variant: string | null
   from_weight: number | null

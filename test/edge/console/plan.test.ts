@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { planFor, type ActionName, type Plan } from '../../../console/src/plan.ts'
+import { planFor, type ActionName, type Plan, type RolloutPut } from '../../../console/src/plan.ts'
 import { rolloutSchema, type Rollout } from '../../../edge/rollout/rollout.ts'
 
 /** The console's actions as rollouts: each one a valid PUT body, as the edge parses it. */
@@ -11,15 +11,18 @@ const running: Rollout = rolloutSchema.parse({
   canary: { variant: 'canary', baseline_variant: 'stable', critical_streak: 1 },
 })
 
-const planned = (rollout: Rollout, action: ActionName, version?: number): Plan => {
+type PutPlan = Plan & { rollout: RolloutPut }
+
+const planned = (rollout: Rollout, action: ActionName, version?: number): PutPlan => {
   const plan = planFor(rollout, action, version)
   if (typeof plan === 'string') throw new Error(plan)
+  if (!plan.rollout) throw new Error(`${action} sends no rollout`)
   // What the edge would store: the body must parse as a rollout.
   expect(rolloutSchema.safeParse(plan.rollout).success).toBe(true)
-  return plan
+  return { ...plan, rollout: plan.rollout }
 }
 
-const weights = (plan: Plan) => plan.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
+const weights = (plan: PutPlan) => plan.rollout.arms.map((a) => `${a.variant}:v${a.version}=${a.weight}`)
 
 describe('the console\'s actions', () => {
   it('promotes as the controller does: the baseline arm takes the canary\'s version and the pair\'s weight', () => {
@@ -29,13 +32,17 @@ describe('the console\'s actions', () => {
     expect(plan.rollout.pinnable).toEqual([3])
   })
 
-  it('pauses by ending the controller\'s drive, weights untouched; a paused canary can still be rolled back', () => {
-    const paused = planned(running, 'pause')
-    expect(weights(paused)).toEqual(['stable:v1=80', 'canary:v2=20'])
-    expect(paused.rollout.canary).toBeUndefined()
-    const stored = rolloutSchema.parse(paused.rollout)
-    expect(planFor(stored, 'pause')).toBe('no canary is running')
-    expect(weights(planned(stored, 'rollback'))).toEqual(['stable:v1=100', 'canary:v2=0'])
+  it('pauses and resumes with their own requests, no rollout replaced (the canary is kept); a paused canary can still be rolled back', () => {
+    const pause = planFor(running, 'pause')
+    expect(pause).toMatchObject({ action: 'pause' })
+    expect(pause).not.toHaveProperty('rollout')
+    expect(planFor(running, 'resume')).toBe('no canary is paused')
+    const paused = rolloutSchema.parse({ ...running, canary: { ...running.canary, paused_at: 1_000 } })
+    expect(planFor(paused, 'pause')).toBe('the canary is already paused')
+    const resume = planFor(paused, 'resume')
+    expect(resume).toMatchObject({ action: 'resume' })
+    expect(resume).not.toHaveProperty('rollout')
+    expect(weights(planned(paused, 'rollback'))).toEqual(['stable:v1=100', 'canary:v2=0'])
   })
 
   it('starts a canary at 1% from the heaviest arm, replacing a rolled-back canary arm', () => {

@@ -3,6 +3,7 @@ import { DECISION_SENDS, createController, type ControllerOptions, type TickOutc
 import { MemoryHistoryStore } from '../../../edge/stores/history/memory.ts'
 import { type HistoryEntry } from '../../../edge/stores/history/history-store.ts'
 import { rolloutSchema, type Rollout } from '../../../edge/rollout/rollout.ts'
+import { pausedRollout, resumedRollout } from '../../../edge/rollout/transition.ts'
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
 import { type RolloutStore } from '../../../edge/stores/rollouts/rollout-store.ts'
 import { FakeMonitorSource, MINUTE, T0, canaryRollout, histogram, window, type WindowFor } from './support.ts'
@@ -188,5 +189,38 @@ describe('controller tick', () => {
     expect((await stored()).revision).toBe(2)
     expect((await history.list(MODEL, 10)).map((e) => e.action)).toEqual(['step'])
     expect(notified).toEqual([])
+  })
+
+  it('leaves a paused canary as it is, reading nothing, and on resume continues the same step without counting the pause', async () => {
+    const { rollouts, stored, tickAt, controller, source, history } = await setup(canaryRollout(1))
+    const tick = controller().tick
+    const set = async (next: Rollout | string) => {
+      if (typeof next === 'string') throw new Error(next)
+      await rollouts.compareAndSet(MODEL, (await stored()).revision, next)
+    }
+    for (let minute = 1; minute <= 5; minute++) await tickAt(minute, tick)
+    const before = await stored()
+    expect(before.rollout.canary).toMatchObject({ step_started_at: T0, clean_streak: 3 })
+    await set(pausedRollout(before.rollout, T0 + 5 * MINUTE))
+    const paused = await stored()
+    const reads = source.reads.length
+    const entries = (await history.list(MODEL, 100)).length
+    // Thirty minutes paused: long past the step's 10 min dwell, and still nothing moves.
+    for (let minute = 6; minute <= 35; minute++) expect((await tickAt(minute, tick)).map(summary)).toEqual(['paused'])
+    expect(await stored()).toEqual(paused)
+    expect(source.reads.length).toBe(reads)
+    expect((await history.list(MODEL, 100)).length).toBe(entries)
+    expect(pausedRollout(paused.rollout, T0 + 35 * MINUTE)).toBe('the canary is already paused')
+
+    await set(resumedRollout(paused.rollout, T0 + 35 * MINUTE))
+    const { paused_at: _pausedAt, ...kept } = paused.rollout.canary!
+    expect((await stored()).rollout.canary).toEqual({ ...kept, step_started_at: T0 + 30 * MINUTE })
+    expect(resumedRollout((await stored()).rollout, T0 + 36 * MINUTE)).toBe('the canary is not paused')
+    // 5 minutes driven before the pause: the step's 10 min dwell ends 5 driven minutes after the resume.
+    const moves: string[] = []
+    for (let minute = 36; minute <= 40; minute++) {
+      for (const o of await tickAt(minute, tick)) if ('decision' in o && o.decision.action !== 'hold') moves.push(`minute ${minute}: ${summary(o)}`)
+    }
+    expect(moves).toEqual(['minute 40: applied step 1→5'])
   })
 })
