@@ -193,6 +193,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models/{model}/rollout/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause the canary: weight, streaks and step clock kept
+         * @description The canary keeps its arm and weight; the controller leaves it (no decisions, its step clock stopped) until it is resumed. Compare-and-set with If-Match; recorded in the history as `pause`.
+         */
+        post: operations["pauseCanary"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}/rollout/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused canary from the same step
+         * @description The controller drives the canary again from the step it was paused in; the step's start moves on by the time paused, so its dwell counts only time driven. Compare-and-set with If-Match; recorded in the history as `resume`.
+         */
+        post: operations["resumeCanary"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models/{model}/rollout/history": {
         parameters: {
             query?: never;
@@ -510,6 +550,7 @@ export interface components {
                 critical_streak?: number;
                 /** @default 0 */
                 clean_streak?: number;
+                paused_at?: number;
                 last_reason?: string;
                 seed?: string;
             };
@@ -759,6 +800,7 @@ export interface components {
                 critical_streak: number;
                 /** @default 0 */
                 clean_streak: number;
+                paused_at?: number;
                 last_reason?: string;
                 seed?: string;
             };
@@ -797,7 +839,7 @@ export interface components {
             /** @description "controller", or the name of the admin key that made a manual change */
             actor: string;
             /** @enum {string} */
-            action: "rollback" | "step" | "promote" | "hold" | "alert" | "start_canary" | "manual";
+            action: "rollback" | "step" | "promote" | "hold" | "alert" | "start_canary" | "manual" | "pause" | "resume";
             variant: string | null;
             from_weight: number | null;
             to_weight: number | null;
@@ -1811,6 +1853,86 @@ export interface operations {
             412: components["responses"]["Problem412"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
+            428: components["responses"]["Problem428"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    pauseCanary: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the ETag of the GET this PUT replaces, a list of them, or * for whatever revision is stored: 428 without it, 412 when it names none of the current revision */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description the model's name, e.g. credit-risk */
+                model: components["parameters"]["Model"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutStored"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            412: components["responses"]["Problem412"];
+            428: components["responses"]["Problem428"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    resumeCanary: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the ETag of the GET this PUT replaces, a list of them, or * for whatever revision is stored: 428 without it, 412 when it names none of the current revision */
+                "If-Match": components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description the model's name, e.g. credit-risk */
+                model: components["parameters"]["Model"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description stored */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolloutStored"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            412: components["responses"]["Problem412"];
             428: components["responses"]["Problem428"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
