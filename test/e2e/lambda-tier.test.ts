@@ -1,11 +1,10 @@
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoApplicant } from '../../dev/demo-applicant.ts'
 import { startLambdaEndpoint, type LambdaEndpoint } from '../../dev/lambda-endpoint/server.ts'
 import { BackendMonitor } from '../../edge/rollout/backend-monitor.ts'
 import { DEMO_REPOSITORY } from '../backend/support/fixture-repository.ts'
 import { edgeClient, type EdgeClient } from '../support/client.ts'
-import { startForwardingProxy } from '../support/forwarding-proxy.ts'
+import { refusingInfer } from '../support/forwarding-proxy.ts'
 import { lambdaBindings } from '../support/lambda-bindings.ts'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts'
 import { setProcessEnv } from '../support/process-env.ts'
@@ -28,23 +27,6 @@ let receiver: OtlpReceiver
 let endpoint: LambdaEndpoint
 let stack: Stack
 let edge: EdgeClient
-
-/** Forwards everything to the backend but its infer calls, which it refuses as a saturated backend does. */
-const refusingInfer = async (backendUrl: string): Promise<{ url: string; close(): Promise<unknown> }> => {
-  const server = await startForwardingProxy(backendUrl, (req, res) => {
-    if (req.method !== 'POST' || !/\/infer$/.test(req.url ?? '')) return false
-    req.resume()
-    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ error: 'queue full' }))
-    return true
-  })
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    }),
-  }
-}
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver()
