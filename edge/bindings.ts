@@ -131,6 +131,13 @@ export const controllerBindings = z
       `Longest window read: the window is the time since the step started, clamped to [1, this] minutes; at most ${BACKEND_MAX_WINDOW_MINUTES}.`,
     ),
     CONTROLLER_MIN_LABELS: threshold(z.number().int().min(1), 200, 'Labelled rows (feedback) each arm needs in a window before realized quality can roll the canary back.'),
+    // Labels come when the outcome is known (a payment made, a claim settled), often long after the
+    // prediction; a step taken before they do would judge the canary on nothing it could be wrong about.
+    CONTROLLER_LABEL_MAX_DELAY_MINUTES: threshold(
+      z.number().min(0),
+      60,
+      "For a model with feedback on: how long past the dwell a step or promotion waits for CONTROLLER_MIN_LABELS labels of the predictions served in the step (counted by serving time, however late they arrive); past it the step is taken on the other rules. 0 does not wait.",
+    ),
     CONTROLLER_QUALITY_METRIC: z
       .string()
       .optional()

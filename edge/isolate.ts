@@ -26,6 +26,7 @@ import { MemoryHistoryStore } from './stores/history/memory.ts'
 import { type HistoryReader } from './stores/history/history-store.ts'
 import type { MonitorSource } from './rollout/monitor-source.ts'
 import { withEdgeCounts } from './rollout/edge-counted-source.ts'
+import { feedbackOn } from './quality/feedback-opt-in.ts'
 import { MemoryRolloutStore } from './stores/rollouts/memory.ts'
 import { type RolloutStore } from './stores/rollouts/rollout-store.ts'
 import { UpstashHistoryStore } from './stores/history/upstash.ts'
@@ -145,7 +146,10 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   const ownHistory = countedHistory(new MemoryHistoryStore(), requestMetrics)
   const backendSource = parts.monitor ?? drift
   // The backend counts what reached it; the edge adds what never did and the labels feedback brought.
-  const monitor = backendSource && withEdgeCounts(backendSource, groundTruth, { threshold: async (model) => (await catalog.describe(model, `controller-${model}`)).postprocess?.threshold })
+  const monitor = backendSource && withEdgeCounts(backendSource, groundTruth, {
+    threshold: async (model) => (await catalog.describe(model, `controller-${model}`)).postprocess?.threshold,
+    collectsLabels: async (model) => feedbackOn(settings, await catalog.describe(model, `controller-${model}`)),
+  })
   return {
     settings,
     transport,

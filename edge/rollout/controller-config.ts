@@ -18,6 +18,7 @@ export interface ControllerConfig {
   p95SlackMs: number
   maxWindowMinutes: number
   minLabels: number
+  labelMaxDelayMinutes: number
   qualityMetric: QualityMetric
   qualityMargin: number
 }
@@ -37,6 +38,7 @@ const VARS = {
   p95SlackMs: 'CONTROLLER_P95_SLACK_MS',
   maxWindowMinutes: 'CONTROLLER_MAX_WINDOW_MINUTES',
   minLabels: 'CONTROLLER_MIN_LABELS',
+  labelMaxDelayMinutes: 'CONTROLLER_LABEL_MAX_DELAY_MINUTES',
   qualityMetric: 'CONTROLLER_QUALITY_METRIC',
   qualityMargin: 'CONTROLLER_QUALITY_MARGIN',
 } as const satisfies Record<keyof ControllerConfig, keyof Bindings>

@@ -128,7 +128,8 @@ export const createController = ({
     if (!stored || !arms) return undefined
     if (arms.state.paused_at !== undefined) return report({ model, outcome: 'paused', since: arms.state.paused_at })
     const minutes = windowMinutes(arms.state.step_started_at, now, config)
-    const [stable, canary] = await Promise.all([source.arm(model, arms.baseline.version, minutes), source.arm(model, arms.canary.version, minutes)])
+    const since = arms.state.step_started_at
+    const [stable, canary] = await Promise.all([source.arm(model, arms.baseline.version, minutes, since), source.arm(model, arms.canary.version, minutes, since)])
     const { decision, streaks } = decide({ rollout: stored.rollout, stable, canary, config, now })
     const next = nextRollout(stored.rollout, decision, streaks, now)
     if (!next) return report({ model, outcome: 'unchanged', decision })

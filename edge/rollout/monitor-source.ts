@@ -18,11 +18,14 @@ export interface ArmWindow {
   input_drift: Verdict
   /** Of `requests` and `errors`: calls the edge counted failed without an answer from the backend. */
   edge_failures?: number
-  /** Realized quality of the labels feedback brought in the window; absent where nothing counts them. */
+  /** Realized quality of the labels of the predictions served since the step began, whenever they came; absent where nothing counts them. */
   realized?: QualityFigures
+  /** The model keeps its predictions for feedback, so labels for this window are still to come (the controller may wait for them). */
+  labels_expected?: boolean
 }
 
 /** Where the controller reads each arm's numbers from (the backend's drift and stats endpoints in production). */
 export interface MonitorSource {
-  arm(model: string, version: number, windowMinutes: number): Promise<ArmWindow>
+  /** `since`: when the step began (epoch ms), for figures counted over the whole step rather than the window. */
+  arm(model: string, version: number, windowMinutes: number, since?: number): Promise<ArmWindow>
 }

@@ -107,6 +107,19 @@ const qualityShortfall = (stable: ArmWindow, canary: ArmWindow, metric: QualityM
   return { stable: a, canary: b, worse: metric === 'log_loss' ? b - a : a - b }
 }
 
+/**
+ * Why a step should wait for labels still to come: the model keeps its predictions for feedback,
+ * an arm has fewer than `minLabels` for the predictions served in the step, and the step is within
+ * `labelMaxDelayMinutes` past its dwell. Labels are counted by serving time, so each tick re-reads
+ * the same step's predictions with whatever labels arrived since.
+ */
+const labelsAwaited = (stable: ArmWindow, canary: ArmWindow, config: ControllerConfig, sinceStepMs: number): string | undefined => {
+  if (!canary.labels_expected || sinceStepMs >= (config.dwellMinutes + config.labelMaxDelayMinutes) * 60_000) return undefined
+  const have = (w: ArmWindow) => w.realized?.labels ?? 0
+  if (have(stable) >= config.minLabels && have(canary) >= config.minLabels) return undefined
+  return `${have(canary)} canary and ${have(stable)} stable of ${config.minLabels} labels, waiting up to ${config.labelMaxDelayMinutes} min past the dwell`
+}
+
 const percent = (rate: number): string => `${(rate * 100).toFixed(2)}%`
 const drifting = (w: ArmWindow): boolean => w.input_drift === 'warning' || w.input_drift === 'critical'
 
@@ -135,7 +148,10 @@ export const windowMinutes = (stepStartedAt: number, now: number, config: Contro
  * 8. canary p95 above stable p95 × `p95Ratio` + `p95SlackMs` → hold, not roll back: latency
  *    moves with load and placement, and a slow but correct canary hurts nobody at a small weight;
  * 9. less than `dwellMinutes` at this weight, or fewer than `cleanWindows` clean windows → hold;
- * 10. otherwise the next step, or promotion when the next step is 100 (a canary at 100 would
+ * 10. for a model with feedback on, fewer than `minLabels` labels on either arm for the predictions
+ *    served in the step, up to `labelMaxDelayMinutes` past the dwell → hold: labels come late, and
+ *    rule 3 can judge the step only once they have (a label counts for the step it was served in);
+ * 11. otherwise the next step, or promotion when the next step is 100 (a canary at 100 would
  *    leave no stable traffic to compare against).
  *
  * Streaks: a critical window adds to `critical_streak`, an ok one clears it, and a warning or
@@ -200,6 +216,8 @@ export const decide = ({ rollout, stable, canary, config, now }: PolicyInput): {
   if (slow) return hold(`canary p95 above ${config.p95Ratio}× stable's + ${config.p95SlackMs} ms`)
   if (now - state.step_started_at < config.dwellMinutes * 60_000) return hold(`dwelling at ${shown} for ${config.dwellMinutes} min`)
   if (streaks.clean_streak < config.cleanWindows) return hold(`waiting for ${config.cleanWindows} clean windows at ${shown}`)
+  const waitingForLabels = labelsAwaited(stable, canary, config, now - state.step_started_at)
+  if (waitingForLabels) return hold(`waiting for labels of the predictions served at ${shown}: ${waitingForLabels}`)
   const next = config.steps.find((s) => s > share + 1e-9) ?? 100
   if (next >= 100) return decision('promote', pair, `healthy at ${shown} for ${config.dwellMinutes} min: promoted`)
   // To whole buckets (hundredths of a percent): the layout gives each arm whole buckets.

@@ -50,6 +50,7 @@ const BINDING_SOURCES = {
   CONTROLLER_P95_SLACK_MS: 'override of a default in code',
   CONTROLLER_MAX_WINDOW_MINUTES: 'override of a default in code',
   CONTROLLER_MIN_LABELS: 'override of a default in code',
+  CONTROLLER_LABEL_MAX_DELAY_MINUTES: 'override of a default in code',
   CONTROLLER_QUALITY_METRIC: 'override of a default in code',
   CONTROLLER_QUALITY_MARGIN: 'override of a default in code',
   // Served predictions are kept for feedback only for the models named.

@@ -2,7 +2,6 @@ import { HEADERS } from '../../../shared/headers.ts'
 import { inBackground } from '../../background.ts'
 import { SERVED_BY_HEADER, servedBy } from '../../backend-client/fallback.ts'
 import type { ForwardNeeds, ForwardVariables } from '../forward/index.ts'
-import type { PredictableModel } from '../../backend-client/catalog.ts'
 import type { Responder } from '../stage.ts'
 import { callSpan } from '../trace/spans.ts'
 import { type ShadowParts, compareWithShadow } from './shadow.ts'
@@ -10,11 +9,9 @@ import type { ServedKey, ServedRecord } from '../../stores/ground-truth/ground-t
 import type { AuthVariables } from '../auth/index.ts'
 import type { EdgeSettings } from '../../bindings.ts'
 import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
+import { feedbackOn } from '../../quality/feedback-opt-in.ts'
 
 type RespondParts = ShadowParts & { groundTruth: GroundTruthStore; settings: EdgeSettings }
-
-const feedbackOn = ({ settings }: { settings: EdgeSettings }, model: PredictableModel): boolean =>
-  model.postprocess.labels.length === 2 && (settings.feedbackModels === 'all' || settings.feedbackModels.has(model.name))
 
 /**
  * Keeps what a request was served (version, variant, P(labels[1]) per instance) for its labels to
@@ -49,7 +46,7 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & AuthVaria
       inBackground(c, compareWithShadow(c.get('isolate'), call, rows, model, version))
     }
     const isolate = c.get('isolate')
-    if (feedbackOn(isolate, model)) {
+    if (feedbackOn(isolate.settings, model)) {
       const [, positive] = model.postprocess.labels
       const record = { model: model.name, version, variant, at: receivedAt, labels: model.postprocess.labels, scores: indexOf.map((i) => rows[i].scores[positive]) }
       inBackground(c, recordServed(isolate, { tenant: c.get('caller').tenant, requestId: c.get('requestId') }, record))

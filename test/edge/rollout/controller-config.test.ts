@@ -17,6 +17,7 @@ describe('controller config', () => {
       p95SlackMs: 5,
       maxWindowMinutes: 60,
       minLabels: 200,
+      labelMaxDelayMinutes: 60,
       qualityMetric: 'accuracy',
       qualityMargin: 0.05,
     })
