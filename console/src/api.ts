@@ -3,11 +3,14 @@ import type { DriftReport } from '../../backend/monitor/drift/report.ts'
 import type { BackendStats } from '../../edge/console/backend-stats-shape.ts'
 import type { historyEntry, modelDescription, rolloutState } from '../../edge/openapi/schemas.ts'
 import type { ShadowPair } from '../../edge/stores/tallies/shadow.ts'
+import type { controllerSettings } from '../../edge/routes/controller.ts'
 import type { RolloutPut } from './plan.ts'
 
 // The shapes the edge documents in its OpenAPI schemas (the drift report is the backend's, passed through).
 export type { BackendStats, DriftReport, ShadowPair }
 export type HistoryEntry = z.infer<typeof historyEntry>
+/** `GET /v1/rollout/controller`: the ladder and the rules of a step. */
+export type ControllerSettings = z.infer<typeof controllerSettings>
 export type ModelDescription = z.infer<typeof modelDescription>
 /** `GET /v1/models/{m}/rollout`, with the ETag a PUT must send back. */
 export type RolloutState = z.infer<typeof rolloutState> & { etag: string }
@@ -64,6 +67,7 @@ export const createApi = (key: string) => {
     /** The edge's comparison of `version` as a shadow, from its drift report; null when the edge could not read its counts. */
     shadowComparison: async (name: string, version: number) => (await json<{ shadow_comparison?: ShadowPair[] | null }>(`${model(name)}/versions/${version}/drift`)).shadow_comparison ?? null,
     backendStats: () => json<BackendStats>('/v1/backend/stats'),
+    controller: () => json<ControllerSettings>('/v1/rollout/controller'),
     /** Pauses or resumes the canary if the rollout is still at the revision `etag` names; a 412 says it is not. */
     canary: async (name: string, action: 'pause' | 'resume', etag: string): Promise<RolloutState> => {
       const res = await call(`${model(name)}/rollout/${action}`, { method: 'POST', headers: { 'if-match': etag } })

@@ -1,4 +1,4 @@
-import type { Api, BackendStats, DriftReport, HistoryEntry, ModelDescription, RolloutState, ShadowPair } from './api.ts'
+import type { Api, BackendStats, ControllerSettings, DriftReport, HistoryEntry, ModelDescription, RolloutState, ShadowPair } from './api.ts'
 
 /**
  * The window lengths the drift view offers. One report per version carries the consecutive
@@ -36,6 +36,8 @@ export interface Snapshot {
   /** The window length the drift reports were asked for. */
   driftWindow: DriftWindowLength
   drift: VersionDrift[]
+  /** The controller's ladder and step rules, or why they could not be read. */
+  controller: ControllerSettings | string
   /** The backend's stats, or why they could not be read. */
   backend: BackendStats | string
   /** The selected model's shadow version compared with the served ones (null: the edge could not read its counts), why that could not be read, or undefined without a shadow. */
@@ -53,6 +55,7 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWi
   const names = await api.models()
   if (names.length === 0) throw new Error('the backend serves no models')
   const backend = api.backendStats().catch(reason)
+  const controller = api.controller().catch(reason)
   const models = await Promise.all(names.map(async (name) => ({ description: await api.describe(name), state: await api.rollout(name) })))
   const selected = models.find((m) => m.description.name === wanted) ?? models[0]
   const name = selected.description.name
@@ -67,5 +70,5 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWi
     }))),
     shadowVersion === undefined ? undefined : api.shadowComparison(name, shadowVersion).catch(reason),
   ])
-  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend, ...(shadow === undefined ? {} : { shadow }) }
+  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend, controller: await controller, ...(shadow === undefined ? {} : { shadow }) }
 }

@@ -3,6 +3,7 @@ import type { ForwardOptions } from '../pipeline/forward/index.ts'
 import { type BackendStatsOptions, backendStatsRoutes } from './backend-stats.ts'
 import { catalogRoutes } from './catalog.ts'
 import { consoleRoutes } from './console.ts'
+import { controllerRoutes } from './controller.ts'
 import { driftRoutes } from './drift.ts'
 import { feedbackRoutes } from './feedback.ts'
 import { type InferOptions, inferRoutes } from './infer.ts'
@@ -33,6 +34,7 @@ export const edgeRoutes = (options: EdgeRoutesOptions = {}) => {
     ...catalogRoutes(),
     ...predictRoutes(options.forward),
     ...rolloutRoutes(),
+    ...controllerRoutes(),
     ...driftRoutes(),
     ...qualityRoutes(),
     ...feedbackRoutes(),

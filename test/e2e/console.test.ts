@@ -92,7 +92,8 @@ beforeAll(async () => {
       { name: 'ops', scopes: ['predict', 'admin'], rate_limit_per_minute: 1_000_000 },
       { name: 'app', scopes: ['predict'], rate_limit_per_minute: 1_000 },
     ],
-    worker: { INFER_TOKEN, MAX_INSTANCES: String(ROWS_PER_REQUEST), ...SCENE_CONTROLLER },
+    // A ladder other than the default: the Canary view must draw the one the edge runs.
+    worker: { INFER_TOKEN, MAX_INSTANCES: String(ROWS_PER_REQUEST), ...SCENE_CONTROLLER, CONTROLLER_STEPS: '1,5,20,40,100' },
   })
   worker = stack.worker
   admin = stack.keys.ops!
@@ -137,7 +138,11 @@ describe('the operator console', () => {
       expect(await page.textContent('#updated')).toMatch(/^updated \d+ s ago$/)
 
       await show(page, 'canary')
+      const settings = (await (await edge('/v1/rollout/controller')).json()) as { steps: number[]; dwell_minutes: number; clean_windows: number }
+      expect(settings).toMatchObject({ steps: [1, 5, 20, 40, 100], dwell_minutes: 0, clean_windows: 1 })
+      expect(await page.locator('.ladder .step').allTextContents()).toEqual(['1%', '5%', '20%', '40%', '100%'])
       expect(await page.locator('.ladder .step.current').allTextContents()).toEqual(['5%'])
+      expect(await page.textContent('.next-decision')).toBe('Dwell done: the controller decides at its next tick (every 60 s); a step needs 0 of 1 clean windows.')
       expect(await page.locator('.ladder .step.passed').allTextContents()).toEqual(['1%'])
       const [decision] = ((await (await edge(`/v1/models/${SCENE_MODEL}/rollout/history`)).json()) as { entries: Array<{ action: string; numbers?: { stable: { rows: number }; canary: { rows: number } } }> }).entries
       expect(decision.action).toBe('step')

@@ -204,6 +204,8 @@ describe('every declared route answers as declared', () => {
     await check('pauseCanary', { method: 'POST', path: `${MODEL}/rollout/pause`, headers: { 'if-match': await etagNow() } }, 200)
     await check('resumeCanary', { method: 'POST', path: `${MODEL}/rollout/resume` }, 428)
     await check('resumeCanary', { method: 'POST', path: `${MODEL}/rollout/resume`, headers: { 'if-match': await etagNow() } }, 200)
+    await check('getRolloutController', { path: '/v1/rollout/controller' }, 200)
+    await check('getRolloutController', { path: '/v1/rollout/controller', key: 'predict' }, 403)
     await check('getDriftReport', { path: `${MODEL}/versions/2/drift` }, 200)
     await check('getDriftReport', { path: `${MODEL}/versions/two/drift` }, 400)
     await check('getModelQuality', { path: `${MODEL}/quality` }, 200)

@@ -1,10 +1,10 @@
 import { stepChart } from '../charts.ts'
 import { fixed, h, ms, percent, table } from '../dom.ts'
-import type { HistoryEntry, Rollout, ShadowPair } from '../api.ts'
+import type { ControllerSettings, HistoryEntry, Rollout, ShadowPair } from '../api.ts'
 import type { Snapshot } from '../snapshot.ts'
 
-/** The controller's default ladder (CONTROLLER_STEPS); a weight off it is shown between its steps. */
-export const LADDER = [1, 5, 20, 50, 100] as const
+/** The ladder drawn when the edge's controller settings could not be read: the controller's defaults. */
+const DEFAULT_LADDER = [1, 5, 20, 50, 100] as const
 
 /** The canary's share of the weight it and its baseline hold together, as the ladder counts it. */
 export const canaryShare = (rollout: Rollout): number | undefined => {
@@ -15,11 +15,27 @@ export const canaryShare = (rollout: Rollout): number | undefined => {
   return pair === 0 ? 0 : Math.round((canary.weight / pair) * 10_000) / 100
 }
 
-const ladder = (share: number | undefined): HTMLElement =>
-  h('ol', { class: 'ladder' }, ...LADDER.map((step, i) => {
-    const state = share === undefined ? '' : share === step ? 'current' : share > step ? 'passed' : (LADDER[i - 1] ?? 0) < share ? 'next' : ''
+const ladder = (steps: readonly number[], share: number | undefined): HTMLElement =>
+  h('ol', { class: 'ladder' }, ...steps.map((step, i) => {
+    const state = share === undefined ? '' : share === step ? 'current' : share > step ? 'passed' : (steps[i - 1] ?? 0) < share ? 'next' : ''
     return h('li', { class: `step ${state}`, attrs: { 'data-step': String(step), ...(state === 'current' ? { 'aria-current': 'step' } : {}) } }, `${step}%`)
   }))
+
+const minutes = (ms: number) => `${Math.max(1, Math.ceil(ms / 60_000))} min`
+
+/**
+ * When the controller may next move the canary: never while paused; else once the dwell at this
+ * weight is over and it has its clean windows, decided at its next tick.
+ */
+export const nextDecision = (rollout: Rollout, settings: ControllerSettings, now: number): string => {
+  const state = rollout.canary
+  if (!state) return ''
+  if (state.paused_at !== undefined) return 'Paused: the controller makes no decision until the canary is resumed.'
+  const clean = `${state.clean_streak} of ${settings.clean_windows} clean windows`
+  const dwellEnd = state.step_started_at + settings.dwell_minutes * 60_000
+  if (now < dwellEnd) return `Next step at the earliest ${new Date(dwellEnd).toLocaleTimeString()} (in ${minutes(dwellEnd - now)}), when the ${settings.dwell_minutes} min dwell at this weight ends; ${clean} so far.`
+  return `Dwell done: the controller decides at its next tick (every ${settings.tick_seconds} s); a step needs ${clean}.`
+}
 
 const numbersOf = (entry: HistoryEntry): HTMLElement => {
   const n = entry.numbers!
@@ -80,7 +96,10 @@ export const canaryView = (snapshot: Snapshot): HTMLElement => {
   const view = h('div', {},
     h('h2', {}, 'Ladder'),
     h('p', { class: 'canary-status' }, status),
-    ladder(share),
+    ladder(typeof snapshot.controller === 'string' ? DEFAULT_LADDER : snapshot.controller.steps, share),
+    typeof snapshot.controller === 'string'
+      ? h('p', { class: 'next-decision muted' }, `The controller's settings could not be read (${snapshot.controller}); its default ladder is shown.`)
+      : h('p', { class: 'next-decision' }, nextDecision(rollout, snapshot.controller, snapshot.at)),
     h('h2', {}, 'Last decision'),
     decided
       ? h('div', { class: 'last-decision' }, h('p', {}, h('strong', {}, `${decided.action} ${decided.from_weight}% → ${decided.to_weight}%`), ` — ${decided.reason} (${new Date(decided.time).toLocaleString()})`), numbersOf(decided))
