@@ -250,6 +250,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rollout/controller": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The canary ladder (CONTROLLER_STEPS) and the rules for its next step
+         * @description What the rollout controller of this edge runs with: its ladder, the dwell and clean windows a step needs, and how often it decides. What the operator console's Canary view draws.
+         */
+        get: operations["getRolloutController"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models/{model}/versions/{version}/drift": {
         parameters: {
             query?: never;
@@ -1968,6 +1988,50 @@ export interface operations {
                 };
             };
             400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getRolloutController: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the controller's settings */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description CONTROLLER_STEPS: the canary's weights in order, as a percentage of the weight it and its baseline hold together; 100 is the promotion */
+                        steps: number[];
+                        /** @description CONTROLLER_DWELL_MINUTES: minutes at a weight before the next step */
+                        dwell_minutes: number;
+                        /** @description CONTROLLER_CLEAN_WINDOWS: clean windows needed at a weight before the next step */
+                        clean_windows: number;
+                        /** @description CONTROLLER_CRITICAL_WINDOWS: consecutive critical prediction-drift windows that roll back */
+                        critical_windows: number;
+                        /** @description CONTROLLER_MIN_ROWS: rows each arm needs in a window for a verdict */
+                        min_rows: number;
+                        /** @description CONTROLLER_MIN_REQUESTS: canary requests before its error rate can roll it back */
+                        min_requests: number;
+                        /** @description how often the controller decides (its Cron Trigger) */
+                        tick_seconds: number;
+                    };
+                };
+            };
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             429: components["responses"]["Problem429"];
