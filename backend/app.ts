@@ -6,6 +6,7 @@ import { driftRoutes } from './routes/drift.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inferRoutes } from './routes/infer.ts'
 import { metricsRoutes } from './routes/metrics.ts'
+import { observeRoutes } from './routes/observe.ts'
 import { inferAuth } from './middleware/bearer-auth.ts'
 import { modelRoutes } from './routes/models.ts'
 import { repositoryRoutes } from './routes/repository.ts'
@@ -29,6 +30,7 @@ export const createApp = (deps: BackendDeps) => {
   if (token !== undefined && deps.settings.METRICS_PORT !== undefined) app.use('/metrics', inferAuth({ token, open: () => false }))
   app.route('/', metricsRoutes(deps))
   app.route('/', inferRoutes(deps))
+  app.route('/', observeRoutes(deps))
   app.route('/', modelRoutes(deps))
   app.route('/', driftRoutes(deps))
   app.route('/', repositoryRoutes(deps))

@@ -12,6 +12,12 @@ export type Clock = () => number
 /** Totals of minutes `from`…`to` of a counter: from memory alone, or merged with the other replicas'. */
 export type WindowTotals = (counter: DriftCounter, from: number, to: number) => Promise<Float64Array>
 
+/**
+ * Adds `counts` (one observation's rows, counted) into minute `minute` of `counter` once per `id`,
+ * however often it is sent; rejects when that could not be confirmed (the sender resends).
+ */
+export type ObservedRows = (counter: DriftCounter, id: string, minute: number, counts: Float64Array) => Promise<void>
+
 /** The count (relative to the feature's offset) of one row's value. */
 const slotOf = (f: FeatureSlots, x: Float32Array, at: number): number => {
   if (f.kind === 'numeric') {
@@ -49,6 +55,7 @@ export class DriftCounter {
     private readonly totals: WindowTotals,
     /** Told about the first fault only: a broken counter must not flood the log once per request. */
     private readonly onFault: (err: unknown) => void,
+    private readonly observed: ObservedRows,
   ) {}
 
   /** Output tensor the counter needs in every result, even when a client asked for others only. */
@@ -59,17 +66,25 @@ export class DriftCounter {
   /** Counts the rows of one answered request. Never throws: counting must not fail a request. */
   record(inputs: TensorMap, rows: number, outputs: TensorMap): void {
     try {
-      const { input, output, width } = this.layout
-      const x = inputs[input]?.data
-      const p = outputs[output]?.data
-      if (!(x instanceof Float32Array) || x.length < rows * width || !isFloat(p) || p.length < rows * 2) {
-        throw new Error(`expected ${rows} rows of "${input}" (FP32) and of "${output}" (2 probabilities)`)
-      }
+      const { x, p } = this.tensors(inputs, rows, outputs)
       this.count(this.buckets.at(minuteOf(this.now())), x, rows, p)
     } catch (err) {
       if (!this.faulted) this.onFault(err)
       this.faulted = true
     }
+  }
+
+  /**
+   * Counts rows served without reaching this version (the edge's prediction cache answered
+   * them) with the probabilities they were served with: features and prediction like `record`,
+   * never the request health figures (no request, error or latency). Applied once per `id`
+   * across resends; rejects when that is not confirmed (in doubt: resend with the same id).
+   */
+  async observe(id: string, inputs: TensorMap, rows: number, outputs: TensorMap): Promise<void> {
+    const { x, p } = this.tensors(inputs, rows, outputs)
+    const counts = new Float64Array(this.layout.size)
+    this.count(counts, x, rows, p)
+    await this.observed(this, id, minuteOf(this.now()), counts)
   }
 
   /** Counts one request to the version; `failed` for faults of the backend (execution error, deadline expiry). */
@@ -93,6 +108,16 @@ export class DriftCounter {
     const to = minuteOf(now)
     const from = to - minutes + 1
     return toDriftCounts(this.layout, await this.totals(this, from, to), from, to)
+  }
+
+  private tensors(inputs: TensorMap, rows: number, outputs: TensorMap): { x: Float32Array; p: Float32Array | Float64Array } {
+    const { input, output, width } = this.layout
+    const x = inputs[input]?.data
+    const p = outputs[output]?.data
+    if (!(x instanceof Float32Array) || x.length < rows * width || !isFloat(p) || p.length < rows * 2) {
+      throw new Error(`expected ${rows} rows of "${input}" (FP32) and of "${output}" (2 probabilities)`)
+    }
+    return { x, p }
   }
 
   private count(counts: Float64Array, x: Float32Array, rows: number, p: Float32Array | Float64Array): void {

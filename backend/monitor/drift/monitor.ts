@@ -3,7 +3,7 @@ import type { ModelConfig } from '../../repository/model-config.ts'
 import { readBaseline } from './baseline-file.ts'
 import { OutgoingWrite } from '../../../shared/write-once.ts'
 import { countsKey, type CountStore } from './count-store.ts'
-import { DriftCounter, type Clock, type WindowTotals } from './counter.ts'
+import { DriftCounter, type Clock, type ObservedRows, type WindowTotals } from './counter.ts'
 import { driftLayout, type DriftLayout } from './layout.ts'
 import { MinuteBuckets, type UnsentMinute } from './minute-buckets.ts'
 
@@ -15,6 +15,12 @@ export interface DriftMonitorOptions {
   flushMs?: number
   now?: Clock
 }
+
+/**
+ * Without Redis, how many observation ids (`DriftCounter.observe`) a process remembers: a resend
+ * comes within seconds of its first attempt, far fewer observations than this later.
+ */
+export const OBSERVED_IDS_KEPT = 100_000
 
 /** One flush: every counter's unsent minutes when it was taken. */
 type Flush = Array<{ counter: DriftCounter; minute: UnsentMinute }>
@@ -45,6 +51,8 @@ export class DriftMonitor {
   private queue: Promise<unknown> = Promise.resolve()
   /** Calls to Redis that failed so far: a task that saw this change while it waited fails too. */
   private failures = 0
+  /** Without Redis: the observation ids applied here, oldest first, at most OBSERVED_IDS_KEPT. */
+  private readonly observedIds = new Set<string>()
   private timer: NodeJS.Timeout | undefined
   private ticking = false
 
@@ -76,7 +84,7 @@ export class DriftMonitor {
     if (!counter) {
       const { model, version } = layout
       const onFault = (err: unknown) => this.logger.error('drift counting failed; the request was answered', { model, version, ...errorFields(err) })
-      counter = new DriftCounter(layout, new MinuteBuckets(layout.size, this.store !== undefined), this.now, this.totals, onFault)
+      counter = new DriftCounter(layout, new MinuteBuckets(layout.size, this.store !== undefined), this.now, this.totals, onFault, this.observed)
       this.counters.set(key, counter)
     }
     return counter
@@ -140,6 +148,35 @@ export class DriftMonitor {
   private unsent(): Flush | undefined {
     const flush = [...this.counters.values()].flatMap((counter) => counter.buckets.unsent().map((minute) => ({ counter, minute })))
     return flush.length > 0 ? flush : undefined
+  }
+
+  /**
+   * An observation's counts, once per id: with Redis, applied straight to the minute's hash in
+   * one write whose id is the observation's (shared/write-once.ts), so a resend is a no-op
+   * whichever replica it reaches; without, checked against the ids this process remembers.
+   */
+  private readonly observed: ObservedRows = async (counter, id, minute, counts) => {
+    const store = this.store
+    if (!store) {
+      if (this.observedIds.has(id)) return
+      this.observedIds.add(id)
+      for (const oldest of this.observedIds) {
+        if (this.observedIds.size <= OBSERVED_IDS_KEPT) break
+        this.observedIds.delete(oldest)
+      }
+      const into = counter.buckets.at(minute)
+      for (let i = 0; i < counts.length; i++) into[i] += counts[i]
+      return
+    }
+    const indices: number[] = []
+    const deltas: number[] = []
+    counts.forEach((count, i) => {
+      if (count === 0) return
+      indices.push(i)
+      deltas.push(count)
+    })
+    const { model, version } = counter.layout
+    await store.apply(`observe:${model}:${version}:${id}`, [{ key: countsKey(counter.layout, minute), indices, deltas }])
   }
 
   private readonly totals: WindowTotals = (counter, from, to) => {
