@@ -97,6 +97,25 @@ describe('local Lambda Invoke endpoint, through the real @aws-sdk/client-lambda'
     expect(garbled.headers.get('x-amzn-errortype')).toBe('InvalidRequestContentException')
     expect(await garbled.json()).toMatchObject({ Type: 'User', message: expect.stringMatching(/Could not parse request body into json/) })
   })
+
+  it("hands the handler the invocation's ClientContext as the Node runtime does, and refuses one that is not base64 JSON", async () => {
+    const contexts: unknown[] = []
+    const recording = await startLambdaEndpoint({ functionName: FUNCTION, handler: async (_event, context) => (contexts.push(context.clientContext), {}) })
+    try {
+      const custom = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }
+      const ClientContext = Buffer.from(JSON.stringify({ custom })).toString('base64')
+      await clientFor(recording.url).send(new InvokeCommand({ FunctionName: FUNCTION, Payload: new TextEncoder().encode('{}'), ClientContext }))
+      await invoke(recording.url, {})
+      expect(contexts).toEqual([{ custom }, null])
+      const url = `${recording.url}/2015-03-31/functions/${FUNCTION}/invocations`
+      const bad = await fetch(url, { method: 'POST', body: '{}', headers: { 'x-amz-client-context': Buffer.from('not json').toString('base64') } })
+      expect(bad.status).toBe(400)
+      expect(bad.headers.get('x-amzn-errortype')).toBe('InvalidParameterValueException')
+      expect(contexts).toHaveLength(2)
+    } finally {
+      await recording.close()
+    }
+  })
 })
 
 describe('tsx dev/lambda-endpoint/main.ts', () => {
