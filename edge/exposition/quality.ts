@@ -15,6 +15,9 @@ const HELP: Record<(typeof FIGURES)[number], string> = {
   labels: 'rows the figures rest on',
 }
 
+/** The gauge of one figure: `edge_infer_realized_accuracy`, `edge_infer_estimated_roc_auc`, … */
+export const qualityGauge = (source: 'realized' | 'estimated', figure: (typeof FIGURES)[number]): string => `edge_infer_${source}_${figure}`
+
 /**
  * Gauges of each version's quality over the last `SCRAPE_WINDOW_MINUTES`:
  * `edge_infer_realized_*` from feedback labels, `edge_infer_estimated_*` the backend's label-free
@@ -24,7 +27,7 @@ export const qualityExposition = (models: ReadonlyArray<{ model: string; version
   const lines: string[] = []
   for (const source of ['realized', 'estimated'] as const) {
     for (const figure of FIGURES) {
-      const name = `edge_infer_${source}_${figure}`
+      const name = qualityGauge(source, figure)
       const samples: string[] = []
       for (const { model, versions } of models) {
         for (const v of versions) {

@@ -3,7 +3,9 @@ import { BACKEND_METRICS } from '../../shared/backend-metrics.ts'
 import { defaultConfig } from '../k8s/config.ts'
 import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
 import { SHADOW_DIFF_BUCKETS } from '../../edge/stores/tallies/tally.ts'
-import { BACKEND_JOB, LATENCY_SLO, SHADOW_RECORDINGS, VARIANT_LABEL, allAlerts, type AlertRule } from './rules.ts'
+import { qualityGauge } from '../../edge/exposition/quality.ts'
+import { WEIGHT_METRIC } from '../../edge/exposition/requests.ts'
+import { BACKEND_JOB, LATENCY_SLO, QUALITY_ALERT_MIN_LABELS, SHADOW_RECORDINGS, VARIANT_LABEL, allAlerts, type AlertRule } from './rules.ts'
 
 /**
  * promtool unit tests (`promtool test rules`): for every alert at least one case where it fires
@@ -44,6 +46,19 @@ const edgeLatency = (slowPerMinute: number, minutes: number, recoveredFor = 0): 
   return [
     series(`${DURATION_METRIC}_bucket`, { ...labels, le: String(LATENCY_SLO.thresholdSeconds) }, fast),
     series(`${DURATION_METRIC}_count`, labels, `0+100x${minutes}`),
+  ]
+}
+
+/** Realized accuracy of stable v2 (95% of traffic) and canary v3 (5%), sampled a minute apart, with their label counts. */
+const qualityHistory = (stable: string, canary = '0.9x180', labels = '500x180'): Series[] => {
+  const canaryVersion = { ...MODEL, version: '3' }
+  return [
+    series(qualityGauge('realized', 'accuracy'), VERSION, stable),
+    series(qualityGauge('realized', 'accuracy'), canaryVersion, canary),
+    series(qualityGauge('realized', 'labels'), VERSION, labels),
+    series(qualityGauge('realized', 'labels'), canaryVersion, labels),
+    series(WEIGHT_METRIC, { ...VERSION, arm: 'stable' }, '95x180'),
+    series(WEIGHT_METRIC, { ...MODEL, version: '3', arm: 'canary' }, '5x180'),
   ]
 }
 
@@ -127,6 +142,22 @@ export const ALERT_CASES: Record<string, Case[]> = {
         series(BACKEND_METRICS.executionProvider, { ...BACKEND, instance: '10.0.0.8:9464', ...VERSION, [VARIANT_LABEL]: 'cpu', provider: 'cpu' }, '1x10'),
       ],
     },
+  ],
+  EdgeInferStableQualityBelowBaseline: [
+    { why: 'the stable version drops from 0.90 to 0.80 for the last hour', at: '180m', series: qualityHistory('0.9x120 0.8x60'), fires: VERSION },
+    { why: 'the same drop on the canary, not the stable version', at: '180m', series: qualityHistory('0.9x180', '0.9x120 0.8x60') },
+    { why: 'a drop of 0.05 only', at: '180m', series: qualityHistory('0.9x120 0.85x60') },
+    { why: 'the drop on too few labels', at: '180m', series: qualityHistory('0.9x120 0.8x60', '0.9x180', `${QUALITY_ALERT_MIN_LABELS - 1}x180`) },
+  ],
+  EdgeInferQualityEstimateDiverged: [
+    {
+      why: 'realized 0.80 against an estimate of 0.95 for 70 min',
+      at: '70m',
+      series: [series(qualityGauge('realized', 'accuracy'), VERSION, '0.8x70'), series(qualityGauge('estimated', 'accuracy'), VERSION, '0.95x70'), series(qualityGauge('realized', 'labels'), VERSION, '500x70')],
+      fires: VERSION,
+    },
+    { why: 'within 0.1', at: '70m', series: [series(qualityGauge('realized', 'accuracy'), VERSION, '0.86x70'), series(qualityGauge('estimated', 'accuracy'), VERSION, '0.95x70'), series(qualityGauge('realized', 'labels'), VERSION, '500x70')] },
+    { why: 'diverged on too few labels', at: '70m', series: [series(qualityGauge('realized', 'accuracy'), VERSION, '0.8x70'), series(qualityGauge('estimated', 'accuracy'), VERSION, '0.95x70'), series(qualityGauge('realized', 'labels'), VERSION, '100x70')] },
   ],
   EdgeInferFallbackServing: [
     { why: 'Lambda answered 10 a minute for 10 min', at: '10m', series: [series(REQUESTS_METRIC, { ...VERSION, variant: 'stable', status_class: '2xx', code: '200', served_by: 'lambda' }, '0+10x10')], fires: MODEL },

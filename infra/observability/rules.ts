@@ -1,6 +1,8 @@
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC } from '../../edge/exposition/requests.ts'
 import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
 import { BACKEND_METRICS as BACKEND } from '../../shared/backend-metrics.ts'
+import { qualityGauge } from '../../edge/exposition/quality.ts'
+import { WEIGHT_METRIC } from '../../edge/exposition/requests.ts'
 import { defaultConfig } from '../k8s/config.ts'
 
 /**
@@ -18,6 +20,19 @@ type SloWindow = (typeof SLO_WINDOWS)[number]
 export const QUEUE_FILL_WARNING = 0.8
 /** Share of requests answered 429 worth a look: beyond the odd client over its limit. */
 export const TOO_MANY_REQUESTS_RATIO = 0.05
+/**
+ * Realized quality alerts (the edge's hourly `edge_infer_realized_*` gauges, by serving time):
+ * labels a figure needs before it is trusted, how far (absolute accuracy) the stable version may
+ * fall below its own level of the past week, and how far the label-free estimate may stray from
+ * the realized figure before its calibration is suspect.
+ */
+export const QUALITY_ALERT_MIN_LABELS = 200
+export const QUALITY_DROP_MARGIN = 0.05
+export const ESTIMATE_DIVERGENCE_MARGIN = 0.1
+/** A model's stable version: the one most of its traffic goes to (variant names are the rollout's own). */
+const STABLE_VERSION = `(${WEIGHT_METRIC} == on (model) group_left max by (model) (${WEIGHT_METRIC}))`
+const LABELLED = `(${qualityGauge('realized', 'labels')} >= ${QUALITY_ALERT_MIN_LABELS})`
+
 /** The backend's job label: a ServiceMonitor names the job after the Service. */
 export const BACKEND_JOB = defaultConfig.name
 /** The labels the ServiceMonitor's scrape gives the backend's series, which the KEDA query selects on. */
@@ -243,6 +258,25 @@ export const alertGroups: Array<RuleGroup<AlertRule>> = [
         severity: 'critical',
         summary: '{{ $labels.instance }} {{ $labels.model }} v{{ $labels.version }}: a GPU pod serves on the CPU execution provider',
         runbook: 'The pod logs say why CUDA did not start (driver/CUDA version, no device: nvidia.com/gpu request, NVIDIA device plugin, image variant). Capacity is a fraction of what KEDA assumes: delete the pod to reschedule, cordon the node if it repeats.',
+      },
+      {
+        alert: 'EdgeInferStableQualityBelowBaseline',
+        // Baseline: the same version's realized accuracy averaged over the past week.
+        signal: `(avg_over_time(${qualityGauge('realized', 'accuracy')}[7d]) - ${qualityGauge('realized', 'accuracy')} and on (model, version) ${LABELLED} and on (model, version) ${STABLE_VERSION})`,
+        condition: `> ${QUALITY_DROP_MARGIN}`,
+        for: '30m',
+        severity: 'warning',
+        summary: `{{ $labels.model }} v{{ $labels.version }} (stable): realized accuracy more than ${QUALITY_DROP_MARGIN} below its 7-day level`,
+        runbook: 'GET /v1/models/{model}/quality?window=24h and the drift report: input drift (EdgeInferDatasetDrift) means the traffic moved; no drift with a realized drop means the world did (retrain); a label_delay shift or a feedback client change can move the labelled sample itself.',
+      },
+      {
+        alert: 'EdgeInferQualityEstimateDiverged',
+        signal: `(abs(${qualityGauge('realized', 'accuracy')} - ${qualityGauge('estimated', 'accuracy')}) and on (model, version) ${LABELLED})`,
+        condition: `> ${ESTIMATE_DIVERGENCE_MARGIN}`,
+        for: '1h',
+        severity: 'warning',
+        summary: `{{ $labels.model }} v{{ $labels.version }}: the label-free estimate (CBPE) is more than ${ESTIMATE_DIVERGENCE_MARGIN} from realized accuracy`,
+        runbook: 'The calibration the estimate rests on no longer holds (concept shift, or a stale baseline): compare realized and estimated on /v1/models/{model}/quality; trust the realized figure, and regenerate the baseline (tools/training calibration on held-out rows) from recent labelled data.',
       },
       {
         alert: 'EdgeInferFallbackServing',
