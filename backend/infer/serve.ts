@@ -51,8 +51,12 @@ export const serveInfer = async (served: ModelVersion, body: unknown, options: S
     const status = err instanceof InferenceError ? err.status : 500
     const us = (performance.now() - options.arrived) * 1000
     served.stats.request(false, 0, us, 0)
-    // Faults of the version (execution errors, deadline expiry), not refusals or bad input.
-    served.drift?.request(us, 0, status === 500 || status === 504)
+    // Faults of the version (execution errors, deadline expiry), not refusals or bad input. A
+    // request that expired at the deadline its caller sent is the caller's to count: the edge gives
+    // up at that same deadline and counts every call it got no answer or this 504 for, so counting
+    // it here too would count one failure twice in the arm the rollout controller judges.
+    const callersDeadline = err instanceof InferenceError && err.reason === 'expired' && options.deadlineHeader !== undefined
+    if (!callersDeadline) served.drift?.request(us, 0, status === 500 || status === 504)
     series?.status(String(status))
     if (status === 400) series?.invalid()
     throw err

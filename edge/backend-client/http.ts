@@ -156,6 +156,8 @@ export class HttpTransport implements Transport, ProtocolReader {
     const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
     const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, { deadlineAt: call.deadlineAt }, breaker)
     if (res.ok) return parseInferResponse(await res.text())
+    // The backend expired it in its queue at the deadline this call sent, and leaves counting it to the edge (backend/infer/serve.ts).
+    if (res.status === 504) throw new Unanswered(504, `inference tier: ${await backendError(res)}`)
     throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
   }
 
