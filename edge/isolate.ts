@@ -36,6 +36,7 @@ import { type Telemetry, telemetryFrom } from './telemetry/index.ts'
 import { type GroundTruthStore } from './stores/ground-truth/ground-truth-store.ts'
 import { MemoryGroundTruth } from './stores/ground-truth/memory.ts'
 import { UpstashGroundTruth } from './stores/ground-truth/upstash.ts'
+import { CachedRowsObserver } from './pipeline/cache/observe.ts'
 
 /** Everything that lives as long as an isolate and its configuration: what the pipeline talks to. */
 export interface Isolate {
@@ -67,6 +68,8 @@ export interface Isolate {
   validators: SchemaCache
   /** Span export, when an OTLP endpoint is bound; none means the edge traces nothing. */
   telemetry?: Telemetry
+  /** Where rows answered from the edge prediction cache are reported for drift counting: the HTTP backend. */
+  cacheObserver?: CachedRowsObserver
 }
 
 /** Parts a caller provides instead of building them from the bindings (tests, benchmarks). */
@@ -141,6 +144,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
   // Drift and health are counted by the HTTP tier; the Lambda fallback serves but does not monitor.
   const drift = parts.drift ?? (env.BACKEND_URL ? new BackendMonitor({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   const catalog = parts.catalog ?? new ModelCatalog({ transport })
+  const cacheObserver = parts.cacheObserver ?? (env.BACKEND_URL ? new CachedRowsObserver({ baseUrl: env.BACKEND_URL, token: env.INFER_TOKEN }) : undefined)
   const groundTruth = parts.groundTruth ?? (redis ? new UpstashGroundTruth(redis, bounded) : new MemoryGroundTruth())
   // Without Redis, the rollout store appends each change's entry here, counted as it is.
   const ownHistory = countedHistory(new MemoryHistoryStore(), requestMetrics)
@@ -167,6 +171,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     reroutes: parts.reroutes ?? new Reroutes(),
     validators: parts.validators ?? createSchemaCache(),
     telemetry: parts.telemetry ?? telemetryFrom(env),
+    ...(cacheObserver ? { cacheObserver } : {}),
   }
 }
 

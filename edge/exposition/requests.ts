@@ -19,11 +19,13 @@ export const CACHE_METRICS: Record<PredictionCacheOutcome, string> = {
   hits: 'edge_infer_edge_cache_hits_total',
   misses: 'edge_infer_edge_cache_misses_total',
   evictions: 'edge_infer_edge_cache_evictions_total',
+  observe_failures: 'edge_infer_edge_cache_observe_failures_total',
 }
 const CACHE_HELP: Record<PredictionCacheOutcome, string> = {
   hits: 'Rows the edge prediction cache answered without a backend call, by model and served version.',
   misses: 'Rows of cache-enabled models sent to the backend (not cached or expired; every row of a canary request not wholly cached), by model and looked-up version.',
   evictions: 'Rows dropped from the edge prediction cache to keep an isolate within its entry bound, by model and version.',
+  observe_failures: "Rows answered from the edge prediction cache that the backend's drift counter did not confirm counting after the edge's bounded resends, by model and version.",
 }
 
 const labels = (pairs: ReadonlyArray<readonly [string, string]>): string => `{${pairs.map(([k, v]) => `${k}="${labelValue(v)}"`).join(',')}}`
@@ -114,5 +116,6 @@ export const requestMetricsExposition = (tally: Tally, weights: readonly ArmWeig
     ...cacheFamily(tally, 'hits'),
     ...cacheFamily(tally, 'misses'),
     ...cacheFamily(tally, 'evictions'),
+    ...cacheFamily(tally, 'observe_failures'),
     '',
   ].join('\n')

@@ -13,11 +13,12 @@ import type { RouteVariables } from '../route/index.ts'
 import type { Stage } from '../stage.ts'
 import type { ValidateVariables } from '../validate/index.ts'
 import { type IndexedRow, LruIndex } from './lru-index.ts'
+import { type CachedRowsObserver, observationId } from './observe.ts'
 
 /** `HIT` when every row of the answer came from the edge cache, else `MISS`; absent for a model without a cache. */
 export const CACHE_HEADER = 'x-cache'
 
-type CacheParts = { rollouts: RolloutStore; requestMetrics: RequestMetrics; settings: EdgeSettings }
+type CacheParts = { rollouts: RolloutStore; requestMetrics: RequestMetrics; settings: EdgeSettings; cacheObserver?: CachedRowsObserver }
 type CacheNeeds = RequestIdVariables & ValidateVariables & RouteVariables & { model: PredictableModel; isolate: CacheParts } & Partial<ForwardVariables>
 
 export interface CacheVariables {
@@ -55,6 +56,25 @@ const revived = (row: CachedRow, model: PredictableModel): Prediction | undefine
   } catch {
     return undefined
   }
+}
+
+/**
+ * Sends the rows of a request answered from the cache to the backend's drift counter, in the
+ * background (docs/prediction-cache.md): they never reached the backend, and drift counts every
+ * served row. Rows the backend never confirmed are counted (`observe_failures`) and logged.
+ */
+const observe = (c: Parameters<Stage<CacheNeeds, CacheVariables>>[0], version: number, cached: number[], width: number, data: readonly number[], answers: ReadonlyArray<Prediction | undefined>): void => {
+  const observer = c.get('isolate').cacheObserver
+  if (observer === undefined || cached.length === 0) return
+  const model = c.get('model')
+  const id = observationId(c.get('requestId'), version)
+  const probabilities = cached.flatMap((u) => model.postprocess.labels.map((label) => answers[u]!.scores[label]!))
+  const rows = cached.flatMap((u) => data.slice(u * width, (u + 1) * width))
+  inBackground(c, observer.send({ model: model.name, version, id, input: model.spec.input, width, data: rows, output: model.postprocess.output, probabilities, rows: cached.length }).then((outcome) => {
+    if (outcome === 'counted') return
+    c.get('isolate').requestMetrics.predictionCache(model.name, String(version), 'observe_failures', cached.length)
+    console.log(JSON.stringify({ level: 'warn', msg: `cached rows not counted by the backend's drift counter (${outcome})`, model: model.name, version, id, rows: cached.length }))
+  }))
 }
 
 const logFailure = (msg: string, model: string) => (err: unknown): undefined => {
@@ -109,11 +129,13 @@ export const predictionCache = (): Stage<CacheNeeds, CacheVariables> =>
     await next()
     const hit = fromCache === unique.length
     c.res.headers.set(CACHE_HEADER, hit ? 'HIT' : 'MISS')
+    // After a canary fallback or a reroute the answer is another version's: keyed by that one.
+    const served = c.get('assignment').version
+    // Rows the answer took from the cache: none when a reroute sent every row to another version.
+    if (c.res.status === 200 && usable && served === looked) observe(c, looked, unique.flatMap((_, u) => (answers[u] === undefined ? [] : [u])), width, data, answers)
     if (hit) return
     const inference = c.get('inference')
     if (c.res.status !== 200 || inference === undefined) return
-    // After a canary fallback or a reroute the answer is another version's: keyed by that one.
-    const served = c.get('assignment').version
     const { maxEntryBytes } = isolate.settings.predictionCache
     // Rows answered from the cache are not written again; after a reroute every row is the new version's.
     const computed = unique.flatMap((_, u) => (served !== looked || !usable || answers[u] === undefined ? [u] : []))

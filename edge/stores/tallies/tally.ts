@@ -34,9 +34,9 @@ export const FEEDBACK = 'feedback'
 /** Per API key: requests whose input needed fixing, and the fixes applied. */
 export const NORMALIZED = 'normalized'
 export const NORMALIZATION_FIXES = 'normalization_fixes'
-/** Per model and version: rows the edge prediction cache answered, forwarded, or dropped to keep its bound. */
+/** Per model and version: rows the edge prediction cache answered, forwarded, dropped to keep its bound, or answered but never confirmed counted by the backend's drift counter. */
 export const PREDICTION_CACHE = 'prediction_cache'
-export type PredictionCacheOutcome = 'hits' | 'misses' | 'evictions'
+export type PredictionCacheOutcome = 'hits' | 'misses' | 'evictions' | 'observe_failures'
 /** Per (model, served version, shadow version): rows compared, rows whose labels agree, Σ|Δp| in millionths, |Δp| per bucket. */
 export const SHADOW_ROWS = 'shadow_rows'
 export const SHADOW_AGREEING = 'shadow_agreeing'

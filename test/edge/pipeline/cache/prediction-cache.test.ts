@@ -12,6 +12,7 @@ import { startWorker, type RunningWorker } from '../../support/workerd.ts'
 import { promtoolCheckMetrics } from '../request-metrics/promtool.ts'
 import { edgeClient, type EdgeClient, type Schemas, replaceRollout } from '../../../support/client.ts'
 import { startStack, type Stack } from '../../../support/stack.ts'
+import { listen, metricSum as edgeMetricSum, untilHit as untilCached } from './support.ts'
 
 /**
  * The edge prediction cache in the bundled worker in workerd, in front of the real backend, with
@@ -60,17 +61,7 @@ const startCountingHop = async (backendUrl: string): Promise<Hop> => {
         .catch(() => res.writeHead(502).end())
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    calls,
-    rows,
-    failNext,
-    close: () => {
-      server.closeAllConnections()
-      return new Promise((resolve) => server.close(resolve))
-    },
-  }
+  return { ...(await listen(server)), calls, rows, failNext }
 }
 
 let stack: Stack
@@ -90,25 +81,12 @@ const putRollout = async (rollout: Schemas['RolloutPut']) => {
 
 const CACHE = { ttl_seconds: 300 }
 
-type Call = Parameters<EdgeClient['predict']>
-/** Sends `call` until it is answered from the cache (its rows' writes are in the background), at most 40 times. */
-const untilHit = async (...call: Call) => {
-  for (let i = 0; i < 40; i++) {
-    const res = await app.predict(...call)
-    expect(res.status, JSON.stringify(res.body)).toBe(200)
-    if (res.headers.get('x-cache') === 'HIT') return res
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error('never answered from the cache')
-}
+const untilHit = (...call: Parameters<EdgeClient['predict']>) => untilCached(app, ...call)
 
 /** A fresh applicant no other test sends. */
 const fresh = () => instance(1_000 + seq++)
 
-const metricSum = async (prefix: string): Promise<number> => {
-  const text = await (await ops.api.GET('/metrics', { parseAs: 'text' })).data!
-  return text.split('\n').filter((l) => l.startsWith(prefix)).reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
-}
+const metricSum = (prefix: string) => edgeMetricSum(ops, prefix)
 
 beforeAll(async () => {
   stack = await startStack({
