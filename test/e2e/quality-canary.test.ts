@@ -150,4 +150,12 @@ describe('what only the edge sees, in workerd', () => {
     expect(decision.reason).toMatch(/^canary error rate 100\.00% exceeds stable's 0\.00%/)
     expect(decision.numbers!.canary).toMatchObject({ requests: 18, errors: 18, edge_failures: 18, rows: 0 })
   })
+
+  it('accepts a label sent the moment its prediction is answered: the served record is written before the answer', async () => {
+    for (let i = 0; i < 20; i++) {
+      const answers: LabelledAnswer[] = []
+      await sendPinnedTraffic({ edgeUrl: worker.url, key: keys.client, model: MODEL, version: 3, rows: ROWS_PER_REQUEST, seed: seed++, answered: (a) => answers.push(a) })
+      expect(await sendFeedback(worker.url, keys.labeller, answers, LABELS)).toEqual({ accepted: ROWS_PER_REQUEST })
+    }
+  })
 })
