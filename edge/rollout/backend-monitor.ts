@@ -1,3 +1,4 @@
+import { z } from 'zod'
 import { controllerDriftReport } from '../../shared/drift/report.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import { backendError, tierRefusal } from '../backend-client/http.ts'
@@ -12,6 +13,13 @@ export interface BackendMonitorOptions {
   timeoutMs?: number
   fetch?: typeof fetch
 }
+
+/**
+ * The rows the backend computed (its health figures). The report's `rows` also holds the rows the
+ * edge answered from its prediction cache (docs/prediction-cache.md); the minimum-rows gate counts
+ * computed rows, so that a heavily cached canary is not stepped on less evidence of its own.
+ */
+const computedRows = z.object({ health: z.object({ rows: z.number().nonnegative() }) })
 
 /**
  * Reads the backend's drift reports: whole, for the admin drift route, and as the numbers of one
@@ -50,12 +58,14 @@ export class BackendMonitor implements MonitorSource {
   }
 
   async arm(model: string, version: number, windowMinutes: number): Promise<ArmWindow> {
-    const parsed = controllerDriftReport.safeParse(await this.report(model, version, `${windowMinutes}m`, `controller-${model}-${version}`))
+    const report = await this.report(model, version, `${windowMinutes}m`, `controller-${model}-${version}`)
+    const parsed = controllerDriftReport.safeParse(report)
     if (!parsed.success) throw new Error(`the drift report of ${model} v${version} is not what the controller reads: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
     const { rows, dataset, prediction, health } = parsed.data
+    const computed = computedRows.safeParse(report)
     return {
       version,
-      rows,
+      rows: computed.success ? computed.data.health.rows : rows,
       requests: health.requests,
       errors: health.errors,
       nan_outputs: prediction.nan_outputs,

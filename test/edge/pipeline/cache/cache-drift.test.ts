@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoApplicant as instance } from '../../../../dev/demo-applicant.ts'
 import type { DriftReport } from '../../../../backend/monitor/drift/report.ts'
+import { BackendMonitor } from '../../../../edge/rollout/backend-monitor.ts'
 import { until } from '../../../backend/support/backend-process.ts'
 import { edgeClient, type EdgeClient, replaceRollout } from '../../../support/client.ts'
 import { startStack, type Stack } from '../../../support/stack.ts'
@@ -159,6 +160,14 @@ describe('cached rows in the backend drift report, in workerd', () => {
     // Observed rows are no backend requests: request health counts only the one computed call.
     expect(after.health.requests - before.health.requests).toBe(1)
     expect(sum(after.prediction.counts) - sum(before.prediction.counts)).toBe(12)
+
+    // The canary controller's arm: the histogram of every served row, but the minimum-rows gate,
+    // like requests, errors and p95, counts what the backend computed.
+    const arm = await new BackendMonitor({ baseUrl: stack.backend.url, token: INFER_TOKEN }).arm('credit-risk', 2, 15)
+    expect(arm.prediction_counts).toEqual(after.prediction.counts)
+    expect(arm.rows).toBe(sum(hop.computed))
+    expect(arm.rows).toBeLessThan(after.rows)
+    expect(arm.requests).toBe(after.health.requests)
   })
 
   it('resends an observation whose answer was held, under the same id, and the backend counts it once', async () => {
