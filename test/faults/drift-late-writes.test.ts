@@ -3,6 +3,7 @@ import { redisCountStore } from '../../backend/monitor/drift/count-store.ts'
 import { driftLayout } from '../../backend/monitor/drift/layout.ts'
 import { DriftMonitor } from '../../backend/monitor/drift/monitor.ts'
 import { createLogger } from '../../backend/logger.ts'
+import { WriteInDoubt } from '../../shared/write-once.ts'
 import { until } from '../backend/support/backend-process.ts'
 import { baseline, config, request, row } from '../backend/monitor/drift/fixture.ts'
 import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
@@ -45,7 +46,24 @@ const setup = () => {
     counter.record(inputs, n, outputs)
   }
   const counted = async () => (await monitor(store.adapter.url).counter(layout).window(5)).rows
-  return { writer, record, counted }
+  /** `n` rows observed under `id` (the edge's cached rows, backend/routes/observe.ts), with no resend. */
+  const observe = (id: string, n: number) => {
+    const rows = Array.from({ length: n }, (_, i) => row(i % 12, i % 5, i % 2))
+    const { inputs, outputs } = request(rows, rows.map((_, i) => (i % 10) / 10))
+    return counter.observe(id, inputs, n, outputs)
+  }
+  /** Resends under `id` until Redis answers, as the edge does: under load a resend may be in doubt too. */
+  const resend = async (id: string, n: number) => {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        return await observe(id, n)
+      } catch (err) {
+        if (!(err instanceof WriteInDoubt)) throw err
+      }
+    }
+    throw new Error(`no answer from Redis for ${id} in 20 attempts`)
+  }
+  return { writer, record, counted, observe, resend }
 }
 
 const holdFirst = (ms: number) => {
@@ -86,5 +104,35 @@ describe('drift flushes whose Redis write lands late', () => {
       late.forwardAfterMs = () => 0
     }
     expect(await counted()).toBe(14)
+  })
+})
+
+describe('observed rows (the edge cache\'s) whose Redis write lands late', () => {
+  it('applied at once but answered late: the resend under the same id adds nothing', async () => {
+    const { observe, resend, counted } = setup()
+    late.holdMs = holdFirst(LATE_MS)
+    try {
+      await expect(observe('req-a:v1:01', 6)).rejects.toBeInstanceOf(WriteInDoubt)
+      await resend('req-a:v1:01', 6)
+    } finally {
+      late.holdMs = () => 0
+    }
+    expect(await counted()).toBe(6)
+    // Another observation is another id.
+    await resend('req-b:v1:02', 6)
+    expect(await counted()).toBe(12)
+  })
+
+  it('reaching Redis only after its resend: applied once', async () => {
+    const { observe, resend, counted } = setup()
+    late.forwardAfterMs = holdFirst(LATE_MS)
+    try {
+      await expect(observe('req-c:v1:03', 6)).rejects.toBeInstanceOf(WriteInDoubt)
+      await resend('req-c:v1:03', 6)
+      await until(() => late.heldRequests === 0)
+    } finally {
+      late.forwardAfterMs = () => 0
+    }
+    expect(await counted()).toBe(6)
   })
 })
