@@ -35,8 +35,9 @@ export interface Baseline {
     /** Over logit P(labels[1]) clamped to ±PREDICTION_LOGIT_BOUND. */
     effect_size: EffectSizeReference
     /**
-     * Per prediction bin, of the reference rows in it: how many had label labels[1], and their mean
-     * P(labels[1]) (the bin's midpoint when it is empty). positives_i / counts_i is the bin's calibrated probability.
+     * Per prediction bin: the counted rows times the share of held-out rows in it that had label
+     * labels[1] (so positives_i / counts_i is the bin's calibrated probability; fractional), and the
+     * held-out rows' mean P(labels[1]) (the bin's midpoint when none fell in it).
      */
     calibration: { positives: number[]; mean_probability: number[] }
   }
@@ -200,19 +201,23 @@ export interface BaselineInput {
   instances: readonly Instance[]
   /** The model's probability of labels[1] for each instance. */
   positive: ArrayLike<number>
-  /** 1 where the instance's label is labels[1], else 0: the calibration of the prediction bins. */
-  outcomes: ArrayLike<number>
   labels: readonly [string, string]
   threshold: number
   /**
    * Rows from the same distribution that the counts leave out, with the model's probability of
    * labels[1] for each: cut into monitoring windows, they show how far PSI moves without drift.
+   * `outcomes` (1 where the row's label is labels[1], else 0) calibrate the prediction bins for CBPE:
+   * on rows the model never trained on, since on its training rows a model looks surer than it is.
    */
-  heldOut: { instances: readonly Instance[]; positive: ArrayLike<number> }
+  heldOut: { instances: readonly Instance[]; positive: ArrayLike<number>; outcomes: ArrayLike<number> }
 }
 
-/** Per prediction bin: label-positive rows and mean score (the midpoint for an empty bin). */
-const calibration = (edges: readonly number[], scores: readonly number[], outcomes: ArrayLike<number>): Baseline['prediction']['calibration'] => {
+/**
+ * Per prediction bin, from the held-out rows: the label-positive share, as that share of the bin's
+ * counted rows (`positives_i / counts_i` is what CBPE reads), and the mean score (the midpoint
+ * where no held-out row fell; a bin with counted rows but no held-out one takes its midpoint as its share).
+ */
+const calibration = (edges: readonly number[], counts: readonly number[], scores: readonly number[], outcomes: ArrayLike<number>): Baseline['prediction']['calibration'] => {
   if (outcomes.length !== scores.length) throw new Error(`${outcomes.length} outcomes for ${scores.length} scored instances`)
   const positives = new Array<number>(edges.length + 1).fill(0)
   const totals = new Array<number>(edges.length + 1).fill(0)
@@ -224,10 +229,11 @@ const calibration = (edges: readonly number[], scores: readonly number[], outcom
     if (outcomes[r] === 1) positives[bin]++
   })
   const midpoint = (i: number) => ((i === 0 ? 0 : edges[i - 1]) + (i === edges.length ? 1 : edges[i])) / 2
-  return { positives, mean_probability: rows.map((n, i) => (n === 0 ? midpoint(i) : totals[i] / n)) }
+  const meanProbability = rows.map((n, i) => (n === 0 ? midpoint(i) : totals[i] / n))
+  return { positives: counts.map((c, i) => c * (rows[i] === 0 ? meanProbability[i] : positives[i] / rows[i])), mean_probability: meanProbability }
 }
 
-export const computeBaseline = ({ model, version, spec, instances, positive, outcomes, labels, threshold, heldOut }: BaselineInput): Baseline => {
+export const computeBaseline = ({ model, version, spec, instances, positive, labels, threshold, heldOut }: BaselineInput): Baseline => {
   const heldOutRows = heldOutWindows(heldOut.instances)
   const features = spec.features.map((f) => {
     const column = (rows: readonly Instance[]): Column => rows.map((instance) => instance[f.name])
@@ -250,7 +256,7 @@ export const computeBaseline = ({ model, version, spec, instances, positive, out
       class_counts: { [labels[0]]: scores.length - high, [labels[1]]: high },
       thresholds: calibrateThresholds(counts, heldOutScores.map((w) => histogram(predictionEdges, w))),
       effect_size: effectReference(scores.map(clampedLogit), heldOutScores.map((w) => w.map(clampedLogit)), -PREDICTION_LOGIT_BOUND, PREDICTION_LOGIT_BOUND),
-      calibration: calibration(predictionEdges, scores, outcomes),
+      calibration: calibration(predictionEdges, counts, Array.from(heldOut.positive), heldOut.outcomes),
     },
   }
 }

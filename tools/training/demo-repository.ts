@@ -21,9 +21,10 @@ const NAMES: GraphNames = { name: DEMO_MODEL, input: creditRiskSpec.input, outpu
 const TRAIN_ROWS = 16_000
 /**
  * Drawn after the training rows from the same stream, so training is unchanged by them: monitoring
- * windows of undrifted data that calibrate the baseline's drift levels.
+ * windows of undrifted data that calibrate the baseline's drift levels, and labelled rows the model
+ * never fitted that calibrate its prediction bins for CBPE.
  */
-const HELD_OUT_ROWS = 100 * WINDOW
+export const HELD_OUT_ROWS = 100 * WINDOW
 /** One holdout for every version, drawn apart from all training samples, so versions compare on the same rows. */
 const HOLDOUT = { rows: 4_000, seed: 100 }
 const WIDTH = specWidth(creditRiskSpec)
@@ -114,10 +115,9 @@ const buildVersion = async (outDir: string, recipe: Recipe, holdout: Holdout): P
     spec: creditRiskSpec,
     instances: applicants,
     positive: positiveColumn(predict(network, x)),
-    outcomes: labels,
     labels: LABELS,
     threshold: THRESHOLD,
-    heldOut: { instances: heldOut, positive: positiveColumn(predict(network, encodeRows(creditRiskSpec, heldOut))) },
+    heldOut: { instances: heldOut, positive: positiveColumn(predict(network, encodeRows(creditRiskSpec, heldOut))), outcomes: sample.labels.subarray(TRAIN_ROWS) },
   })
   const metrics = {
     model: DEMO_MODEL,

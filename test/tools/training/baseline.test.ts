@@ -35,14 +35,14 @@ describe('computeBaseline', () => {
   }
   const instances = Array.from({ length: 200 }, (_, i) => row(i))
   const positive = Array.from({ length: 200 }, (_, i) => i / 200)
-  // Every fifth row is labels[1]: 2 of the 10 rows in each prediction bin.
-  const outcomes = Array.from({ length: 200 }, (_, i) => (i % 5 === 0 ? 1 : 0))
-  // 40 windows of 1000 that repeat the counted rows exactly: PSI 0 in every one.
+  // 40 windows of 1000 that repeat the counted rows exactly: PSI 0 in every one. Every fifth
+  // held-out row is labels[1]: 400 of the 2000 held-out rows in each prediction bin.
   const heldOut = {
     instances: Array.from({ length: 40_000 }, (_, i) => row(i % 200)),
     positive: Array.from({ length: 40_000 }, (_, i) => (i % 200) / 200),
+    outcomes: Array.from({ length: 40_000 }, (_, i) => (i % 5 === 0 ? 1 : 0)),
   }
-  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes, labels: ['no', 'yes'], threshold: 0.5, heldOut })
+  const baseline = computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut })
 
   it('bins numbers at their quantiles and records range and missing rate', () => {
     const [n] = baseline.features
@@ -134,17 +134,18 @@ describe('computeBaseline', () => {
     }
   })
 
-  it('calibrates the prediction bins on the labels: label-positive rows and mean score per bin', () => {
+  it('calibrates the prediction bins on the held-out rows\' labels, not the counted rows: label-positive rows and mean score per bin', () => {
+    // 10 counted rows per bin × the held-out share (400 of 2000).
     expect(baseline.prediction.calibration.positives).toEqual(new Array(20).fill(2))
     // Bin b holds scores (10b … 10b + 9) / 200.
     baseline.prediction.calibration.mean_probability.forEach((p, b) => expect(p).toBeCloseTo((10 * b + 4.5) / 200, 12))
-    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes: outcomes.slice(1), labels: ['no', 'yes'], threshold: 0.5, heldOut }))
-      .toThrow('199 outcomes for 200 scored instances')
+    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut: { ...heldOut, outcomes: heldOut.outcomes.slice(1) } }))
+      .toThrow('39999 outcomes for 40000 scored instances')
   })
 
   it('refuses held-out rows too few for 40 windows', () => {
-    const short = { instances: heldOut.instances.slice(0, 39_999), positive: heldOut.positive.slice(0, 39_999) }
-    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, outcomes, labels: ['no', 'yes'], threshold: 0.5, heldOut: short }))
+    const short = { instances: heldOut.instances.slice(0, 39_999), positive: heldOut.positive.slice(0, 39_999), outcomes: heldOut.outcomes.slice(0, 39_999) }
+    expect(() => computeBaseline({ model: 'm', version: 3, spec, instances, positive, labels: ['no', 'yes'], threshold: 0.5, heldOut: short }))
       .toThrow(/39 windows of 1000; calibration needs 40/)
   })
 })
