@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
@@ -6,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateApiKey } from '../../edge/stores/keys/api-key.ts'
 import type { Rollout } from '../../edge/rollout/rollout.ts'
 import { createCanaryRepository } from '../../dev/canary-repository.ts'
-import { ROWS_PER_REQUEST } from '../../dev/canary-traffic.ts'
+import { ROWS_PER_REQUEST, sendPinnedTraffic } from '../../dev/canary-traffic.ts'
 import { SCENE_CONTROLLER, SCENE_MODEL, SCENE_VERSIONS, canaryRound, startCanary, type SceneEdge } from '../../console/scene.ts'
 import type { DriftReport } from '../../backend/monitor/drift/report.ts'
 import type { RunningWorker } from '../edge/support/workerd.ts'
@@ -149,6 +150,17 @@ describe('the operator console', () => {
       expect(await page.locator('.decision-numbers tbody tr').first().innerText()).toMatch(/^version\s+v1\s+v2$/)
       expect(await page.locator('.decision-numbers tbody tr').nth(1).innerText()).toBe(`rows\t${decision.numbers!.stable.rows}\t${decision.numbers!.canary.rows}`)
       expect(await page.locator('.timeline .entry').evaluateAll((els) => els.map((e) => e.getAttribute('data-action')))).toEqual(['step', 'manual'])
+      // DOM geometry, not pixels (the chart's canvas antialiasing and fonts vary by machine): the
+      // legend is labels only, without the page's table borders; the time axis spans the decisions
+      // up to now, minutes, not the years uPlot gives a single point.
+      const legend = page.locator('.weight-chart .u-legend')
+      expect(await legend.innerText()).not.toContain('--')
+      expect(await legend.locator('th, td').evaluateAll((els) => els.map((e) => (globalThis as unknown as { getComputedStyle(e: unknown): { borderTopWidth: string } }).getComputedStyle(e).borderTopWidth))).toEqual(['0px'])
+      const axis = await page.locator('.weight-chart').evaluate((el) => ({ from: Number(el.getAttribute('data-x-from')), to: Number(el.getAttribute('data-x-to')) }))
+      const decided = Date.parse(((await (await edge(`/v1/models/${SCENE_MODEL}/rollout/history`)).json()) as { entries: Array<{ time: string }> }).entries.at(-1)!.time) / 1000
+      expect(axis.from).toBeLessThanOrEqual(decided)
+      expect(axis.to).toBeGreaterThanOrEqual(decided)
+      expect(axis.to - axis.from).toBeLessThanOrEqual(3_600)
 
       await show(page, 'drift')
       for (const version of [1, 2]) {
@@ -200,8 +212,11 @@ describe('the operator console', () => {
       const v2 = page.locator(`.backend-version[data-model="${SCENE_MODEL}"][data-version="2"]`)
       expect(await v2.locator('.provider').textContent()).toBe('cpu')
       expect(await v2.locator('.queue-depth').textContent()).toMatch(/^\d+ rows of \d+$/)
-      expect(await v2.locator('.batch-reasons').textContent()).toMatch(/(full|delay|preferred) \d+/)
+      expect(await v2.locator('.batch-reasons').textContent()).toMatch(/(full|delay|preferred): [\d,]+ batch/)
       expect(await page.textContent('.rejection-totals')).toMatch(/^429 .*: \d+ · 504 .*: \d+$/)
+      expect(await v2.locator('.requests-by-status').textContent()).toMatch(/^HTTP 200: [\d,]+ requests( · HTTP \d{3}: [\d,]+ requests)*$/)
+      expect(await v2.getAttribute('data-loaded')).toBe('true')
+      expect(await v2.locator('.badge.unloaded').count()).toBe(0)
       expect(errors.get(page)).toEqual([])
     } finally {
       await page.close()
@@ -346,6 +361,78 @@ describe('the operator console', () => {
       expect(await page.locator('.shadow-pairs tbody tr').count()).toBe(1)
       expect(await page.textContent('.shadow-comparison')).toContain('Shadow v3 gets 100% of requests. The controller does not start a canary from this shadow')
       expect(errors.get(page)).toEqual([])
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('says how many rows a window too small for a verdict has, instead of its statistic; the hover detail sits by its cell', async () => {
+    const before = await rolloutState()
+    const arms = { salt: 'console-short', arms: [{ variant: 'stable', version: 1, weight: 90 }, { variant: 'b', version: 3, weight: 10 }] }
+    expect((await edge(`/v1/models/${SCENE_MODEL}/rollout`, { method: 'PUT', headers: { 'if-match': before.etag }, body: JSON.stringify(arms) })).status).toBe(200)
+    // Fewer rows than a verdict needs (with the shadow's earlier rows, still under 1,000).
+    const statuses = await sendPinnedTraffic({ edgeUrl: worker!.url, key: admin, model: SCENE_MODEL, version: 3, rows: 4 * ROWS_PER_REQUEST, seed: 4_242 })
+    expect([...statuses.keys()]).toEqual([200])
+    const report = (await (await edge(`/v1/models/${SCENE_MODEL}/versions/3/drift`)).json()) as DriftReport
+    const feature = report.features[0]
+    const current = feature.windows.at(-1)!
+    expect(current.verdict).toBe('insufficient')
+    expect(current.rows).toBeGreaterThan(0)
+    const page = await open(admin)
+    try {
+      await show(page, 'drift')
+      const cell = page.locator(`.heatmap[data-version="3"] td.cell[data-feature="${feature.name}"][data-window="${feature.windows.length - 1}"]`)
+      expect(await cell.locator('.rows-short').innerText()).toBe(`${current.rows.toLocaleString('en-US')} of 1,000 rows`)
+      expect(await cell.getAttribute('title')).toContain(`not judged: ${current.rows.toLocaleString('en-US')} of 1,000 rows`)
+      // The detail box opens just below the hovered cell (within a few pixels), not in a page corner.
+      await cell.hover()
+      const [at, box] = await Promise.all([cell.boundingBox(), page.locator('.hover-detail').boundingBox()])
+      // Below the cell, or above it when the viewport has no room below: either way touching it.
+      const gap = box!.y >= at!.y ? box!.y - (at!.y + at!.height) : at!.y - (box!.y + box!.height)
+      expect(gap).toBeGreaterThanOrEqual(0)
+      expect(gap).toBeLessThanOrEqual(8)
+      expect(Math.abs(box!.x - at!.x)).toBeLessThanOrEqual(at!.width + 8)
+      expect(errors.get(page)).toEqual([])
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('has no serious or critical axe-core violation in any view, and every action is reachable by keyboard with a visible focus', async () => {
+    const axe = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+    const page = await open(admin)
+    try {
+      await page.waitForSelector('#view[data-view=models]', WAIT)
+      // Evaluated through the DevTools protocol, which the page's CSP does not govern (an inline script it would refuse).
+      await page.evaluate(axe)
+      const violations = async (): Promise<string[]> => page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+        .then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ' ' + v.impact + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`)
+      for (const view of ['models', 'canary', 'drift', 'backend', 'actions']) {
+        await show(page, view)
+        expect(await violations(), view).toEqual([])
+      }
+      // The heatmap's verdicts are not carried by colour alone: each judged cell has its mark and its word.
+      await show(page, 'drift')
+      // A judged window, once the backend has flushed its counts (the view refreshes every 10 s).
+      await page.waitForSelector('td.cell:not([data-verdict=insufficient])', WAIT)
+      const cells = await page.locator('td.cell').evaluateAll((els) => els.map((e) => ({ verdict: e.getAttribute('data-verdict'), mark: e.querySelector('.mark')?.textContent ?? '', word: e.querySelector('.sr-only')?.textContent ?? '' })))
+      const marks: Record<string, string> = { ok: '✓', warning: '▲', critical: '✖', insufficient: '' }
+      expect(cells.filter((c) => c.verdict !== 'insufficient').length).toBeGreaterThan(0)
+      for (const c of cells) expect(c).toEqual({ verdict: c.verdict, mark: marks[c.verdict!], word: `${c.verdict}: ` })
+      await show(page, 'actions')
+      // Keyboard only: Tab reaches every enabled action button, each with a visible focus ring.
+      const reached = new Set<string>()
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab')
+        const focused = await page.evaluate(`(() => { const el = document.activeElement; const s = getComputedStyle(el); return { action: el.getAttribute('data-action'), outline: s.outlineStyle !== 'none' && s.outlineWidth !== '0px' } })()`) as { action: string | null; outline: boolean }
+        if (focused.action) {
+          expect(focused.outline, focused.action).toBe(true)
+          reached.add(focused.action)
+        }
+      }
+      const enabled = await page.locator('button[data-action]:not([disabled])').evaluateAll((els) => els.map((e) => e.getAttribute('data-action')!))
+      expect(enabled.length).toBeGreaterThan(0)
+      expect([...reached].sort()).toEqual([...enabled].sort())
     } finally {
       await page.close()
     }

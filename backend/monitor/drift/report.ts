@@ -8,9 +8,10 @@ import type { ClampedSums, DriftCounts, FeatureCounts } from './counts.ts'
 import { latencyQuantile } from './latency.ts'
 import type { ReportBaseline } from './report-baseline.ts'
 import { type AlertState, alertRule } from './alert-rule.ts'
+import { MIN_WINDOW_ROWS } from '../../../shared/drift/window-rows.ts'
 
-/** Below this many rows a window says nothing: its verdict is `insufficient`, never `ok`. */
-export const MIN_WINDOW_ROWS = 1_000
+export { MIN_WINDOW_ROWS }
+
 /** Share of critical features that makes the whole input critical. */
 export const DATASET_CRITICAL_SHARE = 0.3
 /**

@@ -5,18 +5,22 @@ import type { Snapshot } from '../snapshot.ts'
 
 type VersionStats = BackendStats['versions'][number]
 
-const counts = (record: Record<string, number>) => Object.entries(record).map(([k, n]) => `${k} ${n}`).join(' · ') || '–'
+/** Counts by key, each read as what it is: "HTTP 200: 23 requests", "full: 4 batches". */
+const counts = (record: Record<string, number>, key: (k: string) => string, unit: string) =>
+  Object.entries(record).map(([k, n]) => `${key(k)}: ${n.toLocaleString('en-US')} ${unit}`).join(' · ') || '–'
 
 const versionCard = (v: VersionStats): HTMLElement => {
   const chart = h('div', { class: 'chart batch-chart' })
   const { buckets, count, sum } = v.batch_size
-  const card = h('article', { class: 'backend-version', attrs: { 'data-model': v.model, 'data-version': v.version } },
-    h('h3', {}, `${v.model} v${v.version}`),
+  // The backend names a version's provider while it is loaded and drops it on unload; its counters stay.
+  const loaded = v.execution_provider !== null
+  const card = h('article', { class: `backend-version${loaded ? '' : ' unloaded'}`, attrs: { 'data-model': v.model, 'data-version': v.version, 'data-loaded': String(loaded) } },
+    h('h3', {}, `${v.model} v${v.version}`, loaded ? null : h('span', { class: 'badge unloaded' }, 'unloaded')),
     table([], [
-      ['execution provider', h('span', { class: 'provider' }, v.execution_provider ?? 'unknown')],
+      ['execution provider', h('span', { class: 'provider' }, v.execution_provider ?? 'none (not loaded: counts since the backend started)')],
       ['queue depth', h('span', { class: 'queue-depth' }, `${v.queue_depth_rows} rows${v.queue_capacity_rows === null ? '' : ` of ${v.queue_capacity_rows}`}`)],
-      ['requests by status', counts(v.requests_by_status)],
-      ['batches by reason', h('span', { class: 'batch-reasons' }, counts(v.batches_by_reason))],
+      ['requests by status', h('span', { class: 'requests-by-status' }, counts(v.requests_by_status, (status) => `HTTP ${status}`, 'requests'))],
+      ['batches by reason', h('span', { class: 'batch-reasons' }, counts(v.batches_by_reason, (reason) => reason, 'batches'))],
       ['mean batch', count === 0 ? '–' : `${(sum / count).toFixed(1)} rows over ${count} batches`],
     ], { class: 'facts' }),
     chart,
@@ -39,6 +43,7 @@ export const backendView = (snapshot: Snapshot): HTMLElement => {
       ? table(['model', 'reason', 'status', 'requests'], stats.rejections.map((r) => [r.model, r.reason, r.status === null ? '?' : String(r.status), String(r.count)]), { class: 'rejections' })
       : h('p', { class: 'muted' }, 'No request has been refused.'),
     h('h2', {}, 'Model versions'),
-    h('div', { class: 'cards' }, ...stats.versions.map(versionCard)),
+    // Loaded versions first; unloaded ones keep their counts since the backend started.
+    h('div', { class: 'cards' }, ...[...stats.versions].sort((a, b) => Number(b.execution_provider !== null) - Number(a.execution_provider !== null)).map(versionCard)),
   )
 }

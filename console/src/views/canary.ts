@@ -112,6 +112,6 @@ export const canaryView = (snapshot: Snapshot): HTMLElement => {
     snapshot.history.length > 0 ? timeline(snapshot.history) : h('p', { class: 'muted' }, 'No decisions or changes recorded.'),
   )
   const weighted = snapshot.history.filter((e) => e.to_weight !== null).reverse()
-  if (weighted.length > 0) stepChart(chart, weighted.map((e) => Date.parse(e.time) / 1000), weighted.map((e) => e.to_weight!), 'canary weight %')
+  if (weighted.length > 0) stepChart(chart, weighted.map((e) => Date.parse(e.time) / 1000), weighted.map((e) => e.to_weight!), 'canary weight %', snapshot.at / 1000)
   return view
 }

@@ -3,6 +3,7 @@ import { fixed, h, ms, percent } from '../dom.ts'
 import type { DriftReport } from '../api.ts'
 import { DRIFT_WINDOWS, type DriftWindowLength, type Snapshot, type VersionDrift } from '../snapshot.ts'
 import type { ActionContext } from './actions.ts'
+import { MIN_WINDOW_ROWS } from '../../../shared/drift/window-rows.ts'
 
 type Feature = DriftReport['features'][number]
 type Window = Feature['windows'][number]
@@ -41,13 +42,34 @@ const rowsOf = (report: DriftReport): Row[] => [
   },
 ]
 
+/** The mark each verdict's cells carry beside their colour (insufficient ones say their row count). */
+const MARKS: Readonly<Record<Window['verdict'], string>> = { ok: '✓', warning: '▲', critical: '✖', insufficient: '' }
+
+const count = (n: number) => n.toLocaleString('en-US')
+
+/** A window too small for a verdict: how many rows it has of those it needs. */
+const shortOf = (w: Window) => `${count(w.rows)} of ${count(MIN_WINDOW_ROWS)} rows`
+
 /** What a cell says on hover: its window's PSI, rows and verdict; the current one says more. */
 const statistic = (row: Row, w: Window, current: Window): string => [
   `${row.name} · ${span(w)} (${ago(w, current)}): ${w.verdict}`,
-  `PSI ${fixed(w.psi)} (warning ${fixed(row.thresholds.warning)}, critical ${fixed(row.thresholds.critical)})`,
+  w.verdict === 'insufficient'
+    ? `not judged: ${shortOf(w)} (PSI ${fixed(w.psi)} of so few rows is noise)`
+    : `PSI ${fixed(w.psi)} (warning ${fixed(row.thresholds.warning)}, critical ${fixed(row.thresholds.critical)})`,
   `rows ${w.rows}`,
   ...(w === row.windows[row.windows.length - 1] ? row.current : []),
 ].join('\n')
+
+/** Puts the detail box just below `cell` (above it when there is no room below), inside the viewport. */
+const placeBeside = (detail: HTMLElement, cell: HTMLElement) => {
+  const at = cell.getBoundingClientRect()
+  detail.dataset.placed = 'true'
+  const box = detail.getBoundingClientRect()
+  const left = Math.max(8, Math.min(at.left, document.documentElement.clientWidth - box.width - 8))
+  const below = at.bottom + 4 + box.height <= window.innerHeight
+  detail.style.left = `${left + window.scrollX}px`
+  detail.style.top = `${(below ? at.bottom + 4 : Math.max(8, at.top - box.height - 4)) + window.scrollY}px`
+}
 
 /** Features (and the predictions) down, the report's consecutive windows across, oldest first; each cell coloured by its verdict. */
 const heatmap = (version: number, report: DriftReport, detail: HTMLElement): HTMLElement => {
@@ -56,8 +78,16 @@ const heatmap = (version: number, report: DriftReport, detail: HTMLElement): HTM
   const head = h('tr', {}, h('th', {}, 'feature'), ...spans.map((w) => h('th', { attrs: { scope: 'col' }, title: `${w.from_minute}–${w.to_minute} (minutes since the epoch)` }, ago(w, current), h('br'), h('small', {}, span(w)))))
   const rows = rowsOf(report).map((row) => h('tr', { class: row.name === PREDICTION ? 'prediction-row' : '' }, h('th', { attrs: { scope: 'row' } }, row.name === PREDICTION ? 'predictions' : row.name), ...row.windows.map((w, i) => {
     const text = statistic(row, w, current)
-    const cell = h('td', { class: `cell ${w.verdict}`, title: text, attrs: { 'data-verdict': w.verdict, 'data-feature': row.name, 'data-window': String(i), 'data-from-minute': String(w.from_minute), tabindex: '0' } }, w.rows === 0 ? '·' : fixed(w.psi, 2))
-    const show = () => { detail.textContent = text }
+    // A window too small for a verdict shows its row count, not a statistic nobody should read.
+    const shown = w.rows === 0 ? '·' : w.verdict === 'insufficient' ? h('span', { class: 'rows-short' }, shortOf(w)) : fixed(w.psi, 2)
+    // Not by colour alone: a mark for the eye, the verdict's word for a screen reader.
+    const mark = MARKS[w.verdict]
+    const cell = h('td', { class: `cell ${w.verdict}`, title: text, attrs: { 'data-verdict': w.verdict, 'data-feature': row.name, 'data-window': String(i), 'data-from-minute': String(w.from_minute), tabindex: '0' } },
+      mark ? h('span', { class: 'mark', attrs: { 'aria-hidden': 'true' } }, mark) : null, h('span', { class: 'sr-only' }, `${w.verdict}: `), shown)
+    const show = () => {
+      detail.textContent = text
+      placeBeside(detail, cell)
+    }
     cell.addEventListener('mouseenter', show)
     cell.addEventListener('focus', show)
     return cell
@@ -121,7 +151,7 @@ const versionSection = (drift: VersionDrift, detail: HTMLElement): HTMLElement =
 
 /** Per arm version: the dataset verdict, health and the heatmap over time; the arms' prediction histograms with their baselines together. */
 export const driftView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement => {
-  const detail = h('pre', { class: 'hover-detail', attrs: { 'aria-live': 'polite' } }, 'Hover a cell for its statistics.')
+  const detail = h('pre', { class: 'hover-detail', attrs: { 'aria-live': 'polite', 'data-placed': 'false' } }, 'Hover a cell (or focus it) for its statistics.')
   const histogram = h('div', { class: 'chart prediction-chart' })
   const minutes = snapshot.drift.map((d) => d.report).find((r): r is DriftReport => typeof r !== 'string')?.window.minutes
   const view = h('div', {},
