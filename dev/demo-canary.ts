@@ -49,6 +49,8 @@ const startStack = (repository: string): Promise<Stack> =>
         ...process.env,
         BACKEND_PORT, EDGE_PORT, MODEL_REPOSITORY: repository,
         CONTROLLER_DWELL_MINUTES: '0', CONTROLLER_CLEAN_WINDOWS: '1', CONTROLLER_MIN_REQUESTS: '10', CONTROLLER_MIN_LABELS: '500', FEEDBACK_MODELS: MODEL,
+        // Labels are sent with each round's traffic, or never: no step waits for late ones.
+        CONTROLLER_LABEL_MAX_DELAY_MINUTES: '0',
         // This script fires every tick itself, right after each round of traffic.
         CONTROLLER_TICK_S: '0',
       },
