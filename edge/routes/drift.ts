@@ -36,7 +36,7 @@ const reportSpan = z.object({
 })
 
 /**
- * Realized quality of the feedback labels that arrived in the report's minutes, every isolate's;
+ * Realized quality of the predictions served in the report's minutes (their labels, whenever they came), every isolate's;
  * null when they cannot be read (the report still goes out) or the threshold is not a bin edge.
  */
 const realizedOver = async (isolate: DriftParts, model: string, version: number, from: number, to: number, requestId: string): Promise<QualityFigures | null> => {
