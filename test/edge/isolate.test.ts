@@ -18,9 +18,9 @@ const upstash = { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_RE
 
 describe('settingsFrom', () => {
   it('reads each setting as a positive number, else its default', () => {
-    expect(settingsFrom({})).toEqual({ maxBodyBytes: 262_144, maxInstances: 64, allowedOrigins: [], featureTimeoutMs: 25, redisTimeoutMs: 200, metricsScrapeMs: 3_000, feedbackModels: new Set(), feedbackTtlSeconds: 2_592_000 })
-    expect(settingsFrom({ MAX_BODY_BYTES: '1024', MAX_INSTANCES: ' 8 ', FEATURE_TIMEOUT_MS: ' 7.5 ', REDIS_TIMEOUT_MS: '40', METRICS_SCRAPE_TIMEOUT_MS: '1500', ALLOWED_ORIGINS: ' https://a.example , ,https://b.example', FEEDBACK_MODELS: ' credit-risk, ,fraud', FEEDBACK_TTL_SECONDS: '3600' })).toEqual({
-      maxBodyBytes: 1024, maxInstances: 8, allowedOrigins: ['https://a.example', 'https://b.example'], featureTimeoutMs: 7.5, redisTimeoutMs: 40, metricsScrapeMs: 1_500, feedbackModels: new Set(['credit-risk', 'fraud']), feedbackTtlSeconds: 3_600,
+    expect(settingsFrom({})).toEqual({ maxBodyBytes: 262_144, maxInstances: 64, allowedOrigins: [], featureTimeoutMs: 25, redisTimeoutMs: 200, metricsScrapeMs: 3_000, feedbackModels: new Set(), feedbackTtlSeconds: 2_592_000, predictionCache: { maxEntries: 10_000, maxEntryBytes: 4_096 } })
+    expect(settingsFrom({ MAX_BODY_BYTES: '1024', MAX_INSTANCES: ' 8 ', FEATURE_TIMEOUT_MS: ' 7.5 ', REDIS_TIMEOUT_MS: '40', METRICS_SCRAPE_TIMEOUT_MS: '1500', ALLOWED_ORIGINS: ' https://a.example , ,https://b.example', FEEDBACK_MODELS: ' credit-risk, ,fraud', FEEDBACK_TTL_SECONDS: '3600', PREDICTION_CACHE_MAX_ENTRIES: '50', PREDICTION_CACHE_MAX_ENTRY_BYTES: '512' })).toEqual({
+      maxBodyBytes: 1024, maxInstances: 8, allowedOrigins: ['https://a.example', 'https://b.example'], featureTimeoutMs: 7.5, redisTimeoutMs: 40, metricsScrapeMs: 1_500, feedbackModels: new Set(['credit-risk', 'fraud']), feedbackTtlSeconds: 3_600, predictionCache: { maxEntries: 50, maxEntryBytes: 512 },
     })
     expect(settingsFrom({ FEEDBACK_MODELS: ' * ' }).feedbackModels).toBe('all')
     for (const bad of ['', '0', '-5', 'abc', 'Infinity']) {
