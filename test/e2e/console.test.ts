@@ -189,6 +189,13 @@ describe('the operator console', () => {
         expect(title).toContain(`(now): ${first.verdict}`)
         await cell.hover()
         expect(await page.textContent('.hover-detail')).toMatch(new RegExp(`^${first.name} · \\d{2}:\\d{2}–\\d{2}:\\d{2} \\(now\\)`))
+        // The current window's effect sizes beside its PSI, as the report gives them.
+        const now = first.windows.at(-1)!
+        const judged = now.verdict !== 'insufficient'
+        const shown = (v: number | null | undefined, digits = 3) => (!judged || v === null || v === undefined ? '–' : v.toFixed(digits))
+        expect(await page.locator(`.effect-sizes[data-version="${version}"] tbody tr`).first().locator('td').allInnerTexts()).toEqual([
+          first.name, judged ? now.rows.toLocaleString('en-US') : `${now.rows.toLocaleString('en-US')} of 1,000 rows`, shown(now.psi), shown(now.smd), shown(now.z, 2), shown(now.wasserstein), shown(now.tvd), now.verdict,
+        ])
       }
       expect(await page.locator('.version-drift .verdict').count()).toBe(2)
       expect(await page.locator('.prediction-chart canvas').count()).toBeGreaterThan(0)

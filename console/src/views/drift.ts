@@ -1,5 +1,5 @@
 import { histogramChart, type Series } from '../charts.ts'
-import { fixed, h, ms, percent } from '../dom.ts'
+import { fixed, h, ms, percent, table } from '../dom.ts'
 import type { DriftReport } from '../api.ts'
 import { DRIFT_WINDOWS, type DriftWindowLength, type Snapshot, type VersionDrift } from '../snapshot.ts'
 import type { ActionContext } from './actions.ts'
@@ -95,6 +95,31 @@ const heatmap = (version: number, report: DriftReport, detail: HTMLElement): HTM
   return h('table', { class: 'heatmap', attrs: { 'data-version': String(version), 'data-window-minutes': String(report.window.minutes) } }, h('thead', {}, head), h('tbody', {}, ...rows))
 }
 
+/**
+ * The current window's statistics per feature (and the predictions' logit) side by side: PSI,
+ * the location gate's SMD and z, the shape gate's Wasserstein-1 over the baseline's sd, and a
+ * categorical feature's total variation distance; "–" where the statistic does not apply.
+ */
+const effectSizes = (version: number, report: DriftReport): HTMLElement => {
+  const rows = rowsOf(report).map((row) => {
+    const w = row.windows[row.windows.length - 1]
+    const judged = w && w.verdict !== 'insufficient'
+    const value = (v: number | null | undefined, digits = 3) => (judged ? fixed(v, digits) : '–')
+    return [
+      row.name === PREDICTION ? 'predictions (logit)' : row.name,
+      w ? (judged ? count(w.rows) : shortOf(w)) : '–',
+      value(w?.psi), value(w?.smd), value(w?.z, 2), value(w?.wasserstein), value(w?.tvd),
+      h('span', { class: `row-verdict ${w?.verdict ?? 'unavailable'}` }, w?.verdict ?? '–'),
+    ]
+  })
+  const estimate = report.prediction.estimated_quality
+  return h('div', { class: 'effect-sizes-block' },
+    table(['current window', 'rows', 'PSI', 'SMD', 'z', 'Wasserstein-1 / sd', 'TVD', 'verdict'], rows, { class: 'effect-sizes', attrs: { 'data-version': String(version) } }),
+    h('p', { class: 'estimated-quality' }, h('strong', {}, 'Estimated quality (label-free, CBPE): '),
+      estimate ? `accuracy ${fixed(estimate.accuracy)} · ROC AUC ${fixed(estimate.roc_auc)} · log loss ${fixed(estimate.log_loss)} · ECE ${fixed(estimate.ece)} over ${count(estimate.labels)} predicted rows` : 'not in this report'),
+  )
+}
+
 const summary = (report: DriftReport): HTMLElement => {
   const { health, dataset } = report
   return h('div', { class: 'summary' },
@@ -146,7 +171,7 @@ const windowPicker = (selected: DriftWindowLength, ctx: ActionContext): HTMLElem
 const versionSection = (drift: VersionDrift, detail: HTMLElement): HTMLElement =>
   h('section', { class: 'version-drift', attrs: { 'data-version': String(drift.version) } },
     h('h2', {}, `v${drift.version} — ${drift.arms.join(', ')}`),
-    ...(typeof drift.report === 'string' ? [h('p', { class: 'error' }, drift.report)] : [summary(drift.report), heatmap(drift.version, drift.report, detail)]),
+    ...(typeof drift.report === 'string' ? [h('p', { class: 'error' }, drift.report)] : [summary(drift.report), heatmap(drift.version, drift.report, detail), effectSizes(drift.version, drift.report)]),
   )
 
 /** Per arm version: the dataset verdict, health and the heatmap over time; the arms' prediction histograms with their baselines together. */
