@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defaultConfig } from '../../../infra/k8s/config.ts'
 import { generateApplicants } from '../../../tools/training/applicants.ts'
+import { createRandom } from '../../../tools/training/random.ts'
 import { dashboard } from '../../../infra/observability/dashboard.ts'
 import { RENDERED_DIR, RULES_FILE } from '../../../infra/observability/render.ts'
 import { BACKEND_JOB, allAlerts, allRecordings, type AlertRule } from '../../../infra/observability/rules.ts'
@@ -61,7 +62,11 @@ const ROWS = 4
  * `requests` predicts of synthetic applicants (without the features the model reads from the
  * user entity), each from its own user (the sticky key); resolves with how many got each status and variant.
  */
-const predicts = async (requests: number, { key = client, pin, edit = (i) => i }: { key?: string; pin?: number; edit?: (instance: Record<string, unknown>) => Record<string, unknown> } = {}): Promise<Record<string, number>> => {
+/** Feedback items for answered rows: each label drawn from the answer's own scores, so realized and estimated quality agree within sampling error. */
+type FeedbackItems = Array<{ request_id: string; index: number; label: string }>
+const draw = createRandom(7)
+
+const predicts = async (requests: number, { key = client, pin, edit = (i) => i, labelled }: { key?: string; pin?: number; edit?: (instance: Record<string, unknown>) => Record<string, unknown>; labelled?: FeedbackItems } = {}): Promise<Record<string, number>> => {
   const config = JSON.parse(await readFile(join(DEMO_REPOSITORY, MODEL, 'config.json'), 'utf8')) as { features: { features: Array<{ name: string; source?: unknown }> } }
   const fromEntity = config.features.features.filter((f) => f.source !== undefined).map((f) => f.name)
   const instances = generateApplicants(requests * ROWS, seed++).applicants.map((a) => edit(Object.fromEntries(Object.entries(a).filter(([name]) => !fromEntity.includes(name)))))
@@ -73,6 +78,14 @@ const predicts = async (requests: number, { key = client, pin, edit = (i) => i }
       // Users the feature store does not know: their entity features take the spec's defaults.
       entity: { user_id: `user-${seed}-${i}` },
     })
+    if (labelled && res.status === 200 && 'predictions' in res.body) {
+      const { request_id, predictions } = res.body
+      predictions.forEach(({ scores }, index) => {
+        let left = draw.next()
+        const label = Object.keys(scores).find((name) => (left -= scores[name]!) < 0) ?? Object.keys(scores).at(-1)!
+        labelled.push({ request_id, index, label })
+      })
+    }
     const outcome = `${res.status} ${res.headers.get('x-variant')}`
     seen[outcome] = (seen[outcome] ?? 0) + 1
   }
@@ -99,7 +112,8 @@ const queries = (): Named[] => [
 beforeAll(async () => {
   stack = await startStack({
     backend: { MODEL_REPOSITORY: DEMO_REPOSITORY },
-    keys: [...ROLLOUT_KEYS, { name: 'slow-lane', scopes: ['predict'], rate_limit_per_minute: 1 }],
+    keys: [...ROLLOUT_KEYS, { name: 'slow-lane', scopes: ['predict'], rate_limit_per_minute: 1 }, { name: 'labels', tenant: 'app', scopes: ['feedback'], rate_limit_per_minute: 1_000_000 }],
+    worker: { FEEDBACK_MODELS: MODEL },
   })
   ;({ backend, worker } = stack)
   client = stack.keys.app!
@@ -140,6 +154,12 @@ describe('rules and dashboard against a live Prometheus', () => {
     expect(Object.keys(await predicts(60)).sort()).toEqual(['200 canary', '200 stable'])
     // Pinned: the metrics count them as variant="pinned" (X-Variant names the arm serving the version).
     expect(await predicts(20, { pin: 2 })).toEqual({ '200 canary': 20 })
+    // Labels for more rows of v1 than the quality alerts ask for, so their signals have data.
+    const labelled: FeedbackItems = []
+    expect(await predicts(60, { pin: 1, labelled })).toEqual({ '200 stable': 60 })
+    const feedback = await edgeClient(worker.url, { key: stack.keys.labels! }).feedback(labelled)
+    expect(feedback.status).toBe(200)
+    expect(new Set((feedback.body as { results: Array<{ result: string }> }).results.map((r) => r.result))).toEqual(new Set(['accepted']))
     // An input the edge fixes (a number sent as a string) is counted per key.
     expect(await predicts(1, { pin: 1, edit: (i) => ({ ...i, age: String(i.age) }) })).toEqual({ '200 stable': 1 })
     // A body the backend refuses (400: counted as a rejection) and a key over its limit at the edge (429).
