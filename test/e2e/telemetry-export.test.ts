@@ -39,7 +39,7 @@ const startStalledCollector = async (): Promise<StalledCollector> => {
 }
 
 const SECRET_HEADER = 'Bearer otlp-secret-7f3a'
-const STAGES = ['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward']
+const STAGES = ['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.cache', 'edge.forward']
 
 let stack: Stack
 let backend: BackendProcess

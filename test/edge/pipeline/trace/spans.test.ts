@@ -49,7 +49,7 @@ describe('tracing through the app, exported to an OTLP receiver', () => {
     expect(root.service).toBe('edge-under-test')
     expect(root.attributes['http.response.status_code']).toBe(200)
     const stages = spans.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name)
-    expect(stages).toEqual(['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.forward'])
+    expect(stages).toEqual(['edge.auth', 'edge.rate_limit', 'edge.model', 'edge.normalize', 'edge.validate', 'edge.enrich', 'edge.route', 'edge.cache', 'edge.forward'])
     // One export per request, holding all of its spans.
     expect(spans).toHaveLength(stages.length + 1)
     const forward = spans.find((s) => s.name === 'edge.forward')!
