@@ -4,10 +4,11 @@ import type { BackendStats } from '../../edge/console/backend-stats-shape.ts'
 import type { historyEntry, modelDescription, rolloutState } from '../../edge/openapi/schemas.ts'
 import type { ShadowPair } from '../../edge/stores/tallies/shadow.ts'
 import type { controllerSettings } from '../../edge/routes/controller.ts'
+import type { VersionQuality } from '../../edge/quality/model-quality.ts'
 import type { RolloutPut } from './plan.ts'
 
 // The shapes the edge documents in its OpenAPI schemas (the drift report is the backend's, passed through).
-export type { BackendStats, DriftReport, ShadowPair }
+export type { BackendStats, DriftReport, ShadowPair, VersionQuality }
 export type HistoryEntry = z.infer<typeof historyEntry>
 /** `GET /v1/rollout/controller`: the ladder and the rules of a step. */
 export type ControllerSettings = z.infer<typeof controllerSettings>
@@ -68,6 +69,8 @@ export const createApi = (key: string) => {
     shadowComparison: async (name: string, version: number) => (await json<{ shadow_comparison?: ShadowPair[] | null }>(`${model(name)}/versions/${version}/drift`)).shadow_comparison ?? null,
     backendStats: () => json<BackendStats>('/v1/backend/stats'),
     controller: () => json<ControllerSettings>('/v1/rollout/controller'),
+    /** Realized (feedback) and estimated quality of each served version over the last `window` (15m … 168h). */
+    quality: async (name: string, window: string) => (await json<{ versions: VersionQuality[] }>(`${model(name)}/quality?window=${encodeURIComponent(window)}`)).versions,
     /** Pauses or resumes the canary if the rollout is still at the revision `etag` names; a 412 says it is not. */
     canary: async (name: string, action: 'pause' | 'resume', etag: string): Promise<RolloutState> => {
       const res = await call(`${model(name)}/rollout/${action}`, { method: 'POST', headers: { 'if-match': etag } })

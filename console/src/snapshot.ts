@@ -1,4 +1,4 @@
-import type { Api, BackendStats, ControllerSettings, DriftReport, HistoryEntry, ModelDescription, RolloutState, ShadowPair } from './api.ts'
+import type { Api, BackendStats, ControllerSettings, DriftReport, VersionQuality, HistoryEntry, ModelDescription, RolloutState, ShadowPair } from './api.ts'
 
 /**
  * The window lengths the drift view offers. One report per version carries the consecutive
@@ -10,6 +10,9 @@ export const DRIFT_WINDOWS = [
 ] as const
 
 export type DriftWindowLength = (typeof DRIFT_WINDOWS)[number]['query']
+
+/** The quality windows shown side by side, the latest hour to a week: how quality moved over time. */
+export const QUALITY_WINDOWS = ['1h', '6h', '24h', '168h'] as const
 
 /** The drift API's default length. */
 export const DEFAULT_DRIFT_WINDOW: DriftWindowLength = '15m'
@@ -36,6 +39,8 @@ export interface Snapshot {
   /** The window length the drift reports were asked for. */
   driftWindow: DriftWindowLength
   drift: VersionDrift[]
+  /** The selected model's realized and estimated quality per version over each of `QUALITY_WINDOWS`, or why it could not be read. */
+  quality: Array<{ window: string; versions: VersionQuality[] }> | string
   /** The controller's ladder and step rules, or why they could not be read. */
   controller: ControllerSettings | string
   /** The backend's stats, or why they could not be read. */
@@ -61,7 +66,7 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWi
   const name = selected.description.name
   const versions = [...new Set(selected.state.rollout.arms.map((a) => a.version))]
   const shadowVersion = selected.state.rollout.shadow?.version
-  const [history, drift, shadow] = await Promise.all([
+  const [history, drift, shadow, quality] = await Promise.all([
     api.history(name),
     Promise.all(versions.map(async (version): Promise<VersionDrift> => ({
       version,
@@ -69,6 +74,7 @@ export const loadSnapshot = async (api: Api, wanted: string | undefined, driftWi
       report: await api.drift(name, version, driftWindow).catch(reason),
     }))),
     shadowVersion === undefined ? undefined : api.shadowComparison(name, shadowVersion).catch(reason),
+    Promise.all(QUALITY_WINDOWS.map(async (window) => ({ window, versions: await api.quality(name, window) }))).catch(reason),
   ])
-  return { at: Date.now(), models, selected, history, driftWindow, drift, backend: await backend, controller: await controller, ...(shadow === undefined ? {} : { shadow }) }
+  return { at: Date.now(), models, selected, history, driftWindow, drift, quality, backend: await backend, controller: await controller, ...(shadow === undefined ? {} : { shadow }) }
 }

@@ -197,6 +197,14 @@ describe('the operator console', () => {
           first.name, judged ? now.rows.toLocaleString('en-US') : `${now.rows.toLocaleString('en-US')} of 1,000 rows`, shown(now.psi), shown(now.smd), shown(now.z, 2), shown(now.wasserstein), shown(now.tvd), now.verdict,
         ])
       }
+      // Realized and estimated quality per served version over the last hour to the last week, as /quality answers each window.
+      expect(await page.locator('.quality-table thead th').allTextContents()).toEqual(['version', '', 'last 1h', 'last 6h', 'last 24h', 'last 168h'])
+      const quality = (await (await edge(`/v1/models/${SCENE_MODEL}/quality?window=1h`)).json()) as { versions: Array<{ version: number; estimated: { accuracy: number | null; labels: number } | null }> }
+      const v1 = quality.versions.find((v) => v.version === 1)!
+      const estimatedRow = page.locator('.quality-table tbody tr').filter({ hasText: 'estimated' }).first()
+      const shownEstimate = await estimatedRow.locator('td').nth(2).innerText()
+      if (v1.estimated && v1.estimated.labels > 0) expect(shownEstimate).toMatch(new RegExp(`^acc ${v1.estimated.accuracy!.toFixed(3)} · log loss`))
+      else expect(shownEstimate).toBe('–')
       expect(await page.locator('.version-drift .verdict').count()).toBe(2)
       expect(await page.locator('.prediction-chart canvas').count()).toBeGreaterThan(0)
       // Canary, stable and the baseline both versions share (the scene's v1 and v2 are the same network).

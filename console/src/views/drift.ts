@@ -174,6 +174,26 @@ const versionSection = (drift: VersionDrift, detail: HTMLElement): HTMLElement =
     ...(typeof drift.report === 'string' ? [h('p', { class: 'error' }, drift.report)] : [summary(drift.report), heatmap(drift.version, drift.report, detail), effectSizes(drift.version, drift.report)]),
   )
 
+/**
+ * Per version, realized quality (feedback labels of the predictions served in the window) beside
+ * the label-free estimate, over the last hour to the last week: whether quality moved, and
+ * whether the estimate still tracks what the labels say.
+ */
+const qualitySection = (quality: Snapshot['quality']): HTMLElement => {
+  if (typeof quality === 'string') return h('p', { class: 'quality error' }, `Quality could not be read: ${quality}`)
+  const versions = [...new Set(quality.flatMap((q) => q.versions.map((v) => v.version)))].sort((a, b) => a - b)
+  const figure = (f: { accuracy: number | null; log_loss: number | null; labels: number } | null) =>
+    f === null || f.labels === 0 ? '–' : `acc ${fixed(f.accuracy)} · log loss ${fixed(f.log_loss)} (${count(f.labels)})`
+  const rows = versions.flatMap((version) => (['realized', 'estimated'] as const).map((kind) => [
+    kind === 'realized' ? `v${version}` : '', kind,
+    ...quality.map((q) => figure(q.versions.find((v) => v.version === version)?.[kind] ?? null)),
+  ]))
+  return h('div', { class: 'quality' },
+    table(['version', '', ...quality.map((q) => `last ${q.window}`)], rows, { class: 'quality-table' }),
+    h('p', { class: 'muted' }, 'Realized: feedback labels of the predictions served in the window (however late they came), with the label count. Estimated: CBPE from the prediction bins and the baseline\'s calibration, with the predicted rows; the backend keeps at most 3 h, so longer windows may have none.'),
+  )
+}
+
 /** Per arm version: the dataset verdict, health and the heatmap over time; the arms' prediction histograms with their baselines together. */
 export const driftView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement => {
   const detail = h('pre', { class: 'hover-detail', attrs: { 'aria-live': 'polite', 'data-placed': 'false' } }, 'Hover a cell (or focus it) for its statistics.')
@@ -181,6 +201,8 @@ export const driftView = (snapshot: Snapshot, ctx: ActionContext): HTMLElement =
   const minutes = snapshot.drift.map((d) => d.report).find((r): r is DriftReport => typeof r !== 'string')?.window.minutes
   const view = h('div', {},
     windowPicker(snapshot.driftWindow, ctx),
+    h('h2', {}, 'Quality per version over time: realized and estimated'),
+    qualitySection(snapshot.quality),
     h('h2', {}, `Predictions${minutes ? `, last ${minutes} min` : ''}: canary against stable against the baseline`),
     histogram,
     h('p', { class: 'muted' }, "Each histogram is a share of its own rows; the dashed line is the baseline's (from the version's baseline.json), against which each version's prediction PSI is measured."),
