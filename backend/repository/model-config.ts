@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { DATATYPES } from '../../shared/datatypes.ts'
 import { featureSpec } from '../../shared/feature-spec.ts'
 import { postprocess } from '../../shared/postprocess.ts'
+import { feedbackConfig } from '../../shared/feedback-config.ts'
 
 /** One tensor of the model signature; `dims` excludes the batch dimension when batching is on. */
 const tensorConfig = z.strictObject({
@@ -58,6 +59,8 @@ export const modelConfig = z
     pinned: z.boolean().default(false),
     features: featureSpec.optional(),
     postprocess: postprocess.optional(),
+    /** Opts the model in to feedback: the edge keeps its served predictions for their labels. */
+    feedback: feedbackConfig.optional(),
   })
   .superRefine((cfg, ctx) => {
     for (const size of cfg.dynamic_batching?.preferred_batch_sizes ?? []) {
@@ -73,6 +76,12 @@ export const modelConfig = z
     }
     if (cfg.postprocess && !cfg.outputs.some((o) => o.name === cfg.postprocess?.output)) {
       ctx.addIssue({ code: 'custom', path: ['postprocess', 'output'], message: `no output named "${cfg.postprocess.output}"` })
+    }
+    // Realized quality is binned over P(labels[1]): feedback needs a two-label postprocess, and a label for each of its classes.
+    if (cfg.feedback && cfg.postprocess?.labels.length !== 2) {
+      ctx.addIssue({ code: 'custom', path: ['feedback'], message: 'feedback needs a postprocess with exactly two labels' })
+    } else if (cfg.feedback?.labels && cfg.feedback.labels.length !== 2) {
+      ctx.addIssue({ code: 'custom', path: ['feedback', 'labels'], message: `feedback labels name the postprocess's 2 classes in order; got ${cfg.feedback.labels.length}` })
     }
   })
 

@@ -32,3 +32,39 @@ describe('dynamic_batching.dispatch', () => {
     ])
   })
 })
+
+describe('feedback', () => {
+  const withFeedback = (feedback: unknown, labels = ['stays', 'churns']): ModelConfigInput => ({
+    ...config({}),
+    postprocess: { output: 'probabilities', labels },
+    feedback: feedback as ModelConfigInput['feedback'],
+  })
+  const feedbackIssues = (feedback: unknown, labels?: string[]): string[] => {
+    const parsed = modelConfig.safeParse(withFeedback(feedback, labels))
+    return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)
+  }
+
+  it('takes a ttl and labels, either or neither', () => {
+    expect(modelConfig.parse(withFeedback({ ttl_seconds: 3_600, labels: ['retained', 'churned'] })).feedback).toEqual({ ttl_seconds: 3_600, labels: ['retained', 'churned'] })
+    expect(modelConfig.parse(withFeedback({})).feedback).toEqual({})
+    expect(modelConfig.parse(config({})).feedback).toBeUndefined()
+  })
+
+  it.each([[0], [-5], [1.5], ['3600'], [null]])('refuses ttl_seconds %j', (ttl) => {
+    expect(feedbackIssues({ ttl_seconds: ttl })).toEqual([expect.stringMatching(/^feedback\.ttl_seconds: /)])
+  })
+
+  it('refuses empty, repeated or miscounted labels', () => {
+    expect(feedbackIssues({ labels: [] })).toContain('feedback.labels: Too small: expected array to have >=1 items')
+    expect(feedbackIssues({ labels: ['', 'churned'] })).toEqual(['feedback.labels.0: Too small: expected string to have >=1 characters'])
+    expect(feedbackIssues({ labels: ['yes', 'yes'] })).toEqual(['feedback.labels: labels must be distinct'])
+    expect(feedbackIssues({ labels: ['a', 'b', 'c'] })).toEqual(["feedback.labels: feedback labels name the postprocess's 2 classes in order; got 3"])
+  })
+
+  it('refuses a field it does not know, and a model that has no two-label postprocess', () => {
+    expect(feedbackIssues({ ttl: 60 })).toEqual([expect.stringMatching(/^feedback: /)])
+    expect(feedbackIssues({}, ['a', 'b', 'c'])).toEqual(['feedback: feedback needs a postprocess with exactly two labels'])
+    const parsed = modelConfig.safeParse({ ...config({}), feedback: {} })
+    expect(parsed.success ? [] : parsed.error.issues.map((i) => i.message)).toEqual(['feedback needs a postprocess with exactly two labels'])
+  })
+})
