@@ -31,6 +31,8 @@ export const modelRoutes = ({ manager }: BackendDeps) => {
         // Extensions to the protocol's metadata: the edge compiles its validation from these.
         ...(chosen.config.features ? { features: chosen.config.features } : {}),
         ...(chosen.config.postprocess ? { postprocess: chosen.config.postprocess } : {}),
+        // And the edge keeps served predictions for feedback from this one.
+        ...(chosen.config.feedback ? { feedback: chosen.config.feedback } : {}),
       })
     })
     app.get(`${prefix}/ready`, async (c) => {

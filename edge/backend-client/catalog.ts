@@ -1,5 +1,6 @@
 import { featureSpec, type FeatureSpec } from '../../shared/feature-spec.ts'
 import { postprocess, type Postprocess } from '../../shared/postprocess.ts'
+import { feedbackConfig, type FeedbackConfig } from '../../shared/feedback-config.ts'
 import { Problem } from '../problem.ts'
 import { REPOSITORY_TIMEOUT_MS, deadlinePassed } from './http.ts'
 import type { Transport } from './transport.ts'
@@ -13,6 +14,8 @@ export interface ModelDescription {
   versions: number[]
   spec?: FeatureSpec
   postprocess?: Postprocess
+  /** The model's own feedback opt-in (its config.json), when it has one. */
+  feedback?: FeedbackConfig
 }
 
 /** A model the predict path can serve: it has both a feature spec and a postprocess. */
@@ -122,11 +125,17 @@ export class ModelCatalog {
     if ((metadata.features !== undefined && !spec.success) || (metadata.postprocess !== undefined && !post.success)) {
       console.error(JSON.stringify({ level: 'warn', msg: 'model metadata has a feature spec or postprocess the edge cannot read; predict is refused for it', model }))
     }
+    const feedback = feedbackConfig.safeParse(metadata.feedback)
+    // The backend validated it; one this edge cannot read leaves feedback to FEEDBACK_MODELS.
+    if (metadata.feedback !== undefined && !feedback.success) {
+      console.error(JSON.stringify({ level: 'warn', msg: 'model metadata has a feedback block the edge cannot read; feedback for it follows FEEDBACK_MODELS only', model }))
+    }
     return {
       name: model,
       versions: (metadata.versions ?? []).map(Number).filter(Number.isInteger).sort((a, b) => a - b),
       ...(spec.success ? { spec: spec.data } : {}),
       ...(post.success ? { postprocess: post.data } : {}),
+      ...(metadata.feedback !== undefined && feedback.success ? { feedback: feedback.data } : {}),
     }
   }
 }

@@ -45,6 +45,7 @@ export const settle = <T>(call: InferCall, answer: Promise<T>): Promise<T> => {
 export interface BackendModelMetadata extends ModelMetadata {
   features?: unknown
   postprocess?: unknown
+  feedback?: unknown
 }
 
 /** How the edge reaches an inference tier: HTTP to the GPU backend, or the Lambda CPU tier. */

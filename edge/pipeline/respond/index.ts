@@ -9,7 +9,7 @@ import type { ServedKey, ServedRecord } from '../../stores/ground-truth/ground-t
 import type { AuthVariables } from '../auth/index.ts'
 import type { EdgeSettings } from '../../bindings.ts'
 import type { GroundTruthStore } from '../../stores/ground-truth/ground-truth-store.ts'
-import { feedbackOn } from '../../quality/feedback-opt-in.ts'
+import { feedbackTerms } from '../../quality/feedback-opt-in.ts'
 
 type RespondParts = ShadowParts & { groundTruth: GroundTruthStore; settings: EdgeSettings }
 
@@ -19,8 +19,8 @@ type RespondParts = ShadowParts & { groundTruth: GroundTruthStore; settings: Edg
  * prediction. Quality is binned over that score, so only two-label models are recorded. A record
  * that cannot be written loses that request's feedback, never the answer.
  */
-const recordServed = async (isolate: RespondParts, key: ServedKey, record: ServedRecord): Promise<void> => {
-  await isolate.groundTruth.serve(key, record, isolate.settings.feedbackTtlSeconds).catch((err: unknown) => {
+const recordServed = async (isolate: RespondParts, key: ServedKey, record: ServedRecord, ttlSeconds: number): Promise<void> => {
+  await isolate.groundTruth.serve(key, record, ttlSeconds).catch((err: unknown) => {
     console.log(JSON.stringify({ level: 'warn', msg: 'served prediction not recorded for feedback', model: record.model, tenant: key.tenant, request_id: key.requestId, error: err instanceof Error ? err.message : String(err) }))
   })
 }
@@ -46,13 +46,15 @@ export const respond = (): Responder<ForwardNeeds & ForwardVariables & AuthVaria
       inBackground(c, compareWithShadow(c.get('isolate'), call, rows, model, version))
     }
     const isolate = c.get('isolate')
-    if (feedbackOn(isolate.settings, model)) {
+    const feedback = feedbackTerms(isolate.settings, model)
+    if (feedback) {
       const [, positive] = model.postprocess.labels
-      const record = { model: model.name, version, variant, at: receivedAt, labels: model.postprocess.labels, scores: indexOf.map((i) => rows[i].scores[positive]) }
+      // The record's labels are the ones feedback may post (the config's, in the postprocess's order).
+      const record = { model: model.name, version, variant, at: receivedAt, labels: feedback.labels, scores: indexOf.map((i) => rows[i].scores[positive]) }
       // Written before the answer goes out, so a label sent the moment the client has it finds the
       // record: one Redis round trip (shown in Server-Timing's edge part), for feedback models only,
       // bounded by REDIS_TIMEOUT_MS; a write that fails or times out still never fails the answer.
-      await recordServed(isolate, { tenant: c.get('caller').tenant, requestId: c.get('requestId') }, record)
+      await recordServed(isolate, { tenant: c.get('caller').tenant, requestId: c.get('requestId') }, record, feedback.ttlSeconds)
     }
     const res = c.json({
       model: model.name,
