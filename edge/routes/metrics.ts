@@ -10,6 +10,7 @@ import type { Responder } from '../pipeline/stage.ts'
 import { SCRAPE_WINDOW_MINUTES, qualityExposition } from '../exposition/quality.ts'
 import { shadowExposition } from '../exposition/shadow.ts'
 import { modelQuality, type QualityParts } from '../quality/model-quality.ts'
+import { feedbackOn } from '../quality/feedback-opt-in.ts'
 import { defaultRollout } from '../rollout/rollout.ts'
 import type { RolloutStore } from '../stores/rollouts/rollout-store.ts'
 import type { RequestMetrics } from '../stores/tallies/tally.ts'
@@ -20,7 +21,7 @@ interface MetricsParts extends QualityParts {
   rollouts: Pick<RolloutStore, 'get'>
   catalog: Pick<ModelCatalog, 'describe'>
   transport: Pick<Transport, 'models'>
-  settings: Pick<EdgeSettings, 'feedbackModels' | 'metricsScrapeMs'>
+  settings: Pick<EdgeSettings, 'feedbackModels' | 'feedbackTtlSeconds' | 'metricsScrapeMs'>
 }
 type MetricsNeeds = { isolate: MetricsParts; requestId: string }
 
@@ -29,9 +30,12 @@ const before = <T>(work: Promise<T>, at: number): Promise<T | undefined> => with
 
 /** Quality of every model with feedback on that the weights name; a model whose figures cannot be read in time is left out of this scrape. */
 const qualityOf = async (isolate: MetricsNeeds['isolate'], weights: readonly ArmWeight[], requestId: string, until: number) => {
-  const { feedbackModels } = isolate.settings
-  const models = [...new Set(weights.map((w) => w.model))].filter((m) => feedbackModels === 'all' || feedbackModels.has(m))
-  const settled = await Promise.all(models.map((model) => before(modelQuality(isolate, model, SCRAPE_WINDOW_MINUTES, requestId), until)))
+  const models = [...new Set(weights.map((w) => w.model))]
+  const settled = await Promise.all(models.map((model) => before((async () => {
+    // Feedback on by the model's own config (its cached metadata) or by FEEDBACK_MODELS.
+    if (!feedbackOn(isolate.settings, await isolate.catalog.describe(model, requestId))) return undefined
+    return modelQuality(isolate, model, SCRAPE_WINDOW_MINUTES, requestId)
+  })(), until)))
   return settled.filter((q) => q !== undefined)
 }
 

@@ -51,6 +51,15 @@ describe('ModelCatalog reading what the backend serves', () => {
     expect(model.postprocess).toEqual(config.postprocess)
     expect(model.spec).toEqual(config.features)
   })
+
+  it('takes the feedback block the backend serves, and warns of one it cannot read (feedback then follows FEEDBACK_MODELS)', async () => {
+    const feedback = { ttl_seconds: 3_600, labels: ['repaid', 'defaulted'] }
+    expect((await new ModelCatalog({ transport: describing({ feedback }) }).describe('m', 'r-5')).feedback).toEqual(feedback)
+    const warn = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const model = await new ModelCatalog({ transport: describing({ feedback: { ttl_seconds: -1 } }) }).describe('m', 'r-6')
+    expect(model).not.toHaveProperty('feedback')
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining('feedback block the edge cannot read'))
+  })
 })
 
 /** A transport whose metadata calls wait until the test answers them, each noting the deadline it was given. */
