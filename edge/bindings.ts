@@ -46,8 +46,8 @@ export const servingBindings = z.object({
     .string()
     .optional()
     .transform((raw): ReadonlySet<string> | 'all' => (raw?.trim() === '*' ? 'all' : new Set(items(raw))))
-    .describe('Models whose served predictions are kept for feedback, comma-separated, or `*` for every model; unset keeps none.'),
-  FEEDBACK_TTL_SECONDS: positive(30 * 24 * 3_600, 'Seconds a served prediction waits for its label (30 days).', { whole: true }),
+    .describe("Override of the models' own opt-in: models whose served predictions are kept for feedback, comma-separated, or `*` for every model, besides those whose config.json has a `feedback` block (which opts a model in, with its own `ttl_seconds` and `labels`); unset: only those. A named model's block, when it has one, still gives its TTL and labels."),
+  FEEDBACK_TTL_SECONDS: positive(30 * 24 * 3_600, 'Seconds a served prediction waits for its label (30 days), for a model whose config.json `feedback` block names no `ttl_seconds`.', { whole: true }),
   PREDICTION_CACHE_MAX_ENTRIES: positive(10_000, 'Most rows one isolate keeps in the edge prediction cache (least recently used dropped first); only models whose rollout has a `cache` block use it.', { whole: true }),
   PREDICTION_CACHE_MAX_ENTRY_BYTES: positive(4_096, 'Largest cached answer of one row, in bytes; a larger one is served but not cached.', { whole: true }),
   OTEL_EXPORTER_OTLP_ENDPOINT: text("OpenTelemetry collector's base URL (OTLP/HTTP; `/v1/traces` is appended); unset with the next one unset, nothing is traced."),
