@@ -79,7 +79,7 @@ export const inferResponse = z.object({
 
 const tensorMetadata = z.looseObject({ name: z.string(), datatype: z.string(), shape: z.array(z.number().int()) })
 
-/** The backend's model metadata, passed through as it answered (it may carry more, e.g. features and postprocess). */
+/** The backend's model metadata, passed through as it answered (it may carry more, e.g. features, postprocess and feedback). */
 export const modelMetadata = z.looseObject({
   name: z.string(),
   versions: z.array(z.string()).optional(),
