@@ -11,6 +11,8 @@ import { createLogger, errorFields, type Logger } from './logger.ts'
 import { ModelManager } from './loader/model-manager.ts'
 import { redisCountStore } from './monitor/drift/count-store.ts'
 import { DriftMonitor } from './monitor/drift/monitor.ts'
+import { StatsPublisher } from './monitor/stats-publisher.ts'
+import { createUpstashClient } from '../shared/upstash-client.ts'
 import { DRIFT_GAUGE_MINUTES, createMetrics } from './monitor/metrics.ts'
 import { startTracing } from './monitor/tracing/index.ts'
 import { versionDriftReport } from './routes/drift.ts'
@@ -81,6 +83,10 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   })
   const { UPSTASH_REDIS_REST_URL: redisUrl, UPSTASH_REDIS_REST_TOKEN: redisToken } = settings
   const store = redisUrl && redisToken ? redisCountStore({ url: redisUrl, token: redisToken, timeoutMs: settings.DRIFT_REDIS_TIMEOUT_MS }) : undefined
+  // Each replica's stats for the edge, which cannot list pods (shared/replica-stats.ts).
+  const statsPublisher = redisUrl && redisToken
+    ? new StatsPublisher({ redis: createUpstashClient({ url: redisUrl, token: redisToken, requestTimeoutMs: settings.DRIFT_REDIS_TIMEOUT_MS }), pod: settings.POD_NAME ?? process.env.HOSTNAME ?? settings.INSTANCE_ID, everyMs: settings.STATS_PUBLISH_MS, timeoutMs: settings.DRIFT_REDIS_TIMEOUT_MS, exposition: () => metrics.exposition(), logger })
+    : undefined
   const drift = settings.DRIFT_MONITORING === 'on' ? new DriftMonitor({ logger, flushMs: settings.DRIFT_FLUSH_MS, store }) : undefined
   manager = new ModelManager(repository, {
     batching: settings.BATCHING === 'on',
@@ -108,6 +114,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
   const metricsServer = settings.METRICS_PORT === undefined ? undefined : await startMetricsServer(settings, deps)
   logger.info('listening', { url, ...(metricsServer ? { metrics_url: metricsServer.url } : {}), repository: repository.root, batching: settings.BATCHING, drift_merge: store ? 'redis' : 'local', tracing: tracing ? 'on' : 'off' })
   drift?.start()
+  statsPublisher?.start()
   const warm = manager.start().then(
     () => logger.info('pinned models warm', { ready: manager.ready() }),
     (err: unknown) => logger.error('start-up load failed', errorFields(err)),
@@ -128,6 +135,7 @@ export const startServer = async (settings: Settings, logger: Logger = createLog
       await closed
       // Every accepted request is answered and counted: the last deltas go now or never.
       await drift?.close()
+      await statsPublisher?.close()
       // Every request span has ended by now; what is still buffered goes before the process does.
       await tracing?.shutdown(TRACE_FLUSH_MS)
       // Scraped through the drain, so the last counts are seen; closed last.

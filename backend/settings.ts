@@ -49,6 +49,8 @@ export const settingsSchema = z.object({
   EXECUTOR_MAIN_THREAD_MAX_US: intFromEnv(DEFAULT_MAIN_THREAD_MAX_US).describe('the longest largest-batch run `auto` lets hold the event loop'),
   UPSTASH_REDIS_REST_URL: z.url().optional().describe('Upstash Redis REST endpoint: replicas merge their drift counts there (with the token; both or neither); unset, each process counts alone'),
   UPSTASH_REDIS_REST_TOKEN: z.string().min(1).optional().describe('its token'),
+  POD_NAME: z.string().min(1).optional().describe("this replica's name in the edge's backend stats (`GET /v1/backend/stats`, per pod, through Redis); unset: `HOSTNAME` (a Kubernetes pod's name), else `INSTANCE_ID`"),
+  STATS_PUBLISH_MS: intFromEnv(5_000, 1).describe('with Redis: how often this replica writes its stats snapshot there for the edge (each call within `DRIFT_REDIS_TIMEOUT_MS`); the snapshot expires after three periods, so a dead replica drops out'),
   DRIFT_MONITORING: z.enum(['on', 'off']).default('on').describe('`off` skips drift counting on the hot path (for the benchmark\'s comparison); the drift routes then 404'),
   DRIFT_FLUSH_MS: intFromEnv(10_000, 1).describe('how often drift count deltas are sent to Redis'),
   DRIFT_REDIS_TIMEOUT_MS: intFromEnv(DEFAULT_DRIFT_REDIS_TIMEOUT_MS, 1).describe(

@@ -33,3 +33,20 @@ export interface BackendStats {
   versions: VersionStats[]
   rejections: Rejection[]
 }
+
+/** One replica's stats: `pod` names it (null when read through `BACKEND_URL`, which does not say). */
+export interface ReplicaStats extends BackendStats {
+  pod: string | null
+  /** When the replica wrote the snapshot (its clock); null when read just now through `BACKEND_URL`. */
+  published_at: string | null
+}
+
+/**
+ * `GET /v1/backend/stats` as answered: the fields of `BackendStats` summed over every replica, and
+ * each replica's own. `source` says how they were found: `redis`, every replica's snapshot; `backend_url`,
+ * the one replica `BACKEND_URL` reached (no Redis, or no replica published yet).
+ */
+export interface BackendStatsAnswer extends BackendStats {
+  source: 'redis' | 'backend_url'
+  replicas: ReplicaStats[]
+}

@@ -51,6 +51,59 @@ export const backendStatsOf = (samples: readonly PrometheusSample[], now: Date):
     list.sort((a, b) => a.le - b.le)
     stats.batch_size.buckets = list.map(({ le, count }, i) => ({ le: le === Infinity ? '+Inf' : le, count: count - (list[i - 1]?.count ?? 0) }))
   }
-  const order = (a: VersionStats, b: VersionStats) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1)
-  return { fetched_at: now.toISOString(), ready, versions: [...versions.values()].sort(order), rejections }
+  return { fetched_at: now.toISOString(), ready, versions: [...versions.values()].sort(byVersion), rejections }
+}
+
+const byVersion = (a: VersionStats, b: VersionStats) => (a.model === b.model ? Number(a.version) - Number(b.version) : a.model < b.model ? -1 : 1)
+
+const addCounts = (into: Record<string, number>, from: Record<string, number>) => {
+  for (const [key, n] of Object.entries(from)) into[key] = (into[key] ?? 0) + n
+}
+
+/**
+ * Several replicas' stats as one: counts, queue depths and capacities added per model version and
+ * per refusal; ready when any replica is (the service takes work); a provider kept only when every
+ * replica that names one names the same.
+ */
+export const sumBackendStats = (replicas: readonly BackendStats[], now: Date): BackendStats => {
+  const versions = new Map<string, VersionStats & { providers: Set<string> }>()
+  const rejections = new Map<string, Rejection>()
+  for (const stats of replicas) {
+    for (const v of stats.versions) {
+      const id = `${v.model}\n${v.version}`
+      let sum = versions.get(id)
+      if (!sum) {
+        sum = { model: v.model, version: v.version, execution_provider: null, queue_depth_rows: 0, queue_capacity_rows: null, requests_by_status: {}, batches_by_reason: {}, batch_size: { buckets: [], count: 0, sum: 0 }, providers: new Set() }
+        versions.set(id, sum)
+      }
+      if (v.execution_provider !== null) sum.providers.add(v.execution_provider)
+      sum.queue_depth_rows += v.queue_depth_rows
+      if (v.queue_capacity_rows !== null) sum.queue_capacity_rows = (sum.queue_capacity_rows ?? 0) + v.queue_capacity_rows
+      addCounts(sum.requests_by_status, v.requests_by_status)
+      addCounts(sum.batches_by_reason, v.batches_by_reason)
+      sum.batch_size.count += v.batch_size.count
+      sum.batch_size.sum += v.batch_size.sum
+      for (const { le, count } of v.batch_size.buckets) {
+        const bucket = sum.batch_size.buckets.find((b) => b.le === le)
+        if (bucket) bucket.count += count
+        else sum.batch_size.buckets.push({ le, count })
+      }
+    }
+    for (const r of stats.rejections) {
+      const id = `${r.model}\n${r.reason}`
+      const sum = rejections.get(id)
+      if (sum) sum.count += r.count
+      else rejections.set(id, { ...r })
+    }
+  }
+  const readiness = replicas.map((r) => r.ready).filter((r) => r !== null)
+  const bound = (le: number | '+Inf') => (le === '+Inf' ? Infinity : le)
+  return {
+    fetched_at: now.toISOString(),
+    ready: readiness.length === 0 ? null : readiness.some(Boolean),
+    versions: [...versions.values()]
+      .map(({ providers, ...v }) => ({ ...v, execution_provider: providers.size === 1 ? [...providers][0] : null, batch_size: { ...v.batch_size, buckets: v.batch_size.buckets.sort((a, b) => bound(a.le) - bound(b.le)) } }))
+      .sort(byVersion),
+    rejections: [...rejections.values()],
+  }
 }

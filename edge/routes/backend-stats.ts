@@ -1,6 +1,11 @@
+import { z } from 'zod'
 import { HEADERS } from '../../shared/headers.ts'
 import { parsePrometheusText, type PrometheusSample } from '../../shared/prometheus-text.ts'
-import { backendStatsOf } from '../console/backend-stats.ts'
+import { REPLICA_STATS_MAX_PODS, REPLICA_STATS_PODS_KEY, replicaStatsKey, type ReplicaStatsSnapshot } from '../../shared/replica-stats.ts'
+import { createUpstashClient, within } from '../../shared/upstash-client.ts'
+import type { Bindings } from '../bindings.ts'
+import { backendStatsOf, sumBackendStats } from '../console/backend-stats.ts'
+import type { BackendStats, BackendStatsAnswer, ReplicaStats } from '../console/backend-stats-shape.ts'
 import { RATE_LIMIT } from '../openapi/components.ts'
 import { backendStats as backendStatsSchema } from '../openapi/schemas.ts'
 import type { Responder } from '../pipeline/stage.ts'
@@ -10,8 +15,50 @@ import { answer, route } from './route.ts'
 const DEFAULT_TIMEOUT_MS = 5_000
 
 export interface BackendStatsOptions {
-  /** Bound of the one read of the backend's metrics. */
+  /** Bound of the one read of the backend's metrics, and of each of the two Redis reads. */
   timeoutMs?: number
+}
+
+/** The route's answer: the stats summed, and each replica's (edge/console/backend-stats-shape.ts). */
+const replicaSchema = backendStatsSchema.extend({
+  pod: z.string().nullable().describe('the replica\'s POD_NAME (else HOSTNAME); null when read through BACKEND_URL'),
+  published_at: z.string().nullable().describe('ISO 8601, when the replica wrote it; null when read through BACKEND_URL'),
+})
+const answerSchema = backendStatsSchema.extend({
+  source: z.enum(['redis', 'backend_url']).describe('`redis`: every replica\'s snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)'),
+  replicas: z.array(replicaSchema),
+})
+
+const unavailable = (what: string, err: unknown) =>
+  new Problem(503, 'Service Unavailable', `${what} did not answer: ${err instanceof Error ? err.message : String(err)}`, { slug: 'backend-stats-unavailable', headers: { 'retry-after': '5' } })
+
+/**
+ * Every replica's live snapshot, newest first, at most `REPLICA_STATS_MAX_PODS`: the pod set's
+ * names, then their keys (an expired one is skipped); undefined without Redis.
+ */
+const replicaSnapshots = async (env: Bindings, timeoutMs: number): Promise<ReplicaStatsSnapshot[] | undefined> => {
+  const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = env
+  if (!url || !token) return undefined
+  const redis = createUpstashClient({ url, token, requestTimeoutMs: timeoutMs })
+  try {
+    const pods = await within(redis.zrange<string[]>(REPLICA_STATS_PODS_KEY, 0, REPLICA_STATS_MAX_PODS - 1, { rev: true }), timeoutMs)
+    if (pods.length === 0) return []
+    const values = await within(redis.mget<Array<string | null>>(...pods.map(replicaStatsKey)), timeoutMs)
+    return values.flatMap((value) => (typeof value === 'string' ? [JSON.parse(value) as ReplicaStatsSnapshot] : []))
+  } catch (err) {
+    throw unavailable('Redis, where the replicas\' stats are', err)
+  }
+}
+
+/** A replica's snapshot as stats; one whose text does not parse counts as empty rather than failing the others. */
+const replicaOf = (snapshot: ReplicaStatsSnapshot, now: Date): ReplicaStats => {
+  let samples: PrometheusSample[] = []
+  try {
+    samples = parsePrometheusText(snapshot.metrics)
+  } catch {
+    samples = []
+  }
+  return { pod: snapshot.pod, published_at: snapshot.published_at, ...backendStatsOf(samples, now) }
 }
 
 /**
@@ -22,6 +69,12 @@ export interface BackendStatsOptions {
  */
 export const backendStats = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendStatsOptions = {}): Responder<{ requestId: string }> =>
   async function backendStats(c) {
+  const now = new Date()
+  const snapshots = await replicaSnapshots(c.env ?? {}, timeoutMs)
+  if (snapshots && snapshots.length > 0) {
+    const replicas = snapshots.map((s) => replicaOf(s, now))
+    return c.json({ ...sumBackendStats(replicas, now), source: 'redis', replicas } satisfies BackendStatsAnswer)
+  }
   const base = c.env?.BACKEND_URL?.replace(/\/+$/, '')
   if (!base) throw new Problem(503, 'Service Unavailable', 'this edge has no inference tier configured', { slug: 'backend-unconfigured' })
   const token = c.env.INFER_TOKEN
@@ -32,7 +85,7 @@ export const backendStats = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendStatsOpt
       signal: AbortSignal.timeout(timeoutMs),
     })
   } catch (err) {
-    throw new Problem(503, 'Service Unavailable', `the inference tier's metrics did not answer: ${err instanceof Error ? err.message : String(err)}`, { slug: 'backend-stats-unavailable', headers: { 'retry-after': '5' } })
+    throw unavailable('the inference tier\'s metrics', err)
   }
   if (!res.ok) {
     await res.body?.cancel()
@@ -46,7 +99,8 @@ export const backendStats = ({ timeoutMs = DEFAULT_TIMEOUT_MS }: BackendStatsOpt
     // The parser's message quotes the body, which a problem never carries.
     throw new Problem(502, 'Bad Gateway', 'the inference tier\'s metrics are not Prometheus text', { slug: 'backend-stats-unavailable' })
   }
-  return c.json(backendStatsOf(samples, new Date()))
+  const one: BackendStats = backendStatsOf(samples, now)
+  return c.json({ ...one, source: 'backend_url', replicas: [{ pod: null, published_at: null, ...one }] } satisfies BackendStatsAnswer)
   }
 
 export const backendStatsRoutes = (options: BackendStatsOptions = {}) => [
@@ -55,11 +109,11 @@ export const backendStatsRoutes = (options: BackendStatsOptions = {}) => [
     path: '/v1/backend/stats',
     guard: 'admin',
     operationId: 'getBackendStats',
-    summary: 'The backend\'s queues, batches, refusals and execution provider per model version',
-    description: 'Read from the backend\'s Prometheus metrics (BACKEND_URL, with INFER_TOKEN), at most 5 s; counts since the backend started. What the operator console\'s Backend view shows.',
+    summary: 'The backend\'s queues, batches, refusals and execution provider per model version, per replica and summed',
+    description: 'With Redis (UPSTASH_REDIS_REST_*): every replica\'s snapshot, which each writes there every STATS_PUBLISH_MS and which expires after three periods, summed. Without, or before any replica wrote one: the Prometheus metrics of the one replica BACKEND_URL reaches (with INFER_TOKEN); `source` says which. Each read at most 5 s; counts since each replica started. What the operator console\'s Backend view shows.',
     tag: 'admin',
-    answers: { 200: { description: 'the backend\'s stats', schema: backendStatsSchema, headers: RATE_LIMIT } },
-    problems: [502],
+    answers: { 200: { description: 'the backend\'s stats, summed and per replica', schema: answerSchema, headers: RATE_LIMIT } },
+    problems: [502, 503],
     handle: answer(backendStats(options)),
   }),
 ] as const

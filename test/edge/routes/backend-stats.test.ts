@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
 import { backendStatsOf } from '../../../edge/console/backend-stats.ts'
 import { backendStats } from '../../../edge/routes/backend-stats.ts'
-import type { BackendStats } from '../../../edge/console/backend-stats-shape.ts'
+import type { BackendStatsAnswer } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/app.ts'
 import { onError } from '../../../edge/on-error.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
@@ -50,7 +50,13 @@ describe('GET /v1/backend/stats', () => {
     for (const rows of [1, 3, 5]) expect((await predict(rows)).status).toBe(200)
     const res = await app.request('/v1/backend/stats', { headers: { 'x-api-key': admin } }, env)
     expect(res.status).toBe(200)
-    const stats = (await res.json()) as BackendStats
+    const stats = (await res.json()) as BackendStatsAnswer
+    // Without Redis: the one replica BACKEND_URL reaches, said so, and its sum is itself.
+    expect(stats.source).toBe('backend_url')
+    expect(stats.replicas).toHaveLength(1)
+    const { pod, published_at, ...replica } = stats.replicas[0]
+    expect([pod, published_at]).toEqual([null, null])
+    expect(replica).toEqual({ fetched_at: stats.fetched_at, ready: stats.ready, versions: stats.versions, rejections: stats.rejections })
     const own = (await (await fetch(`${backend.url}/v2/models/credit-risk/versions/2/stats`, { headers: { authorization: `Bearer ${INFER_TOKEN}` } })).json()) as { model_stats: Array<{ execution_provider: string; queue_depth_rows: number; success: number; batches: number; rows: number }> }
     const [expected] = own.model_stats
     const v2 = stats.versions.find((v) => v.model === 'credit-risk' && v.version === '2')!
