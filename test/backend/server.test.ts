@@ -27,6 +27,7 @@ const index = async () => (await post<Array<{ name: string; version: string; sta
 beforeAll(async () => {
   repo = await createFixtureRepository()
   await repo.addModel('tiny')
+  await repo.addModel('with-feedback', { config: (config) => (config.feedback = { ttl_seconds: 600, labels: ['no', 'yes'] }) })
   backend = await startBackend({ MODEL_REPOSITORY: repo.root, ADMIN_TOKEN, INSTANCE_ID: 'server-test-7' })
   url = backend.url
 })
@@ -63,6 +64,11 @@ describe('model metadata and readiness', () => {
       postprocess: { labels: ['low_risk', 'high_risk'] },
     })
     expect((body.features as { features: unknown[] }).features.length).toBeGreaterThan(10)
+  })
+
+  it('carries the config\'s feedback block (the edge\'s opt-in), and none for a model without one', async () => {
+    expect((await get('/v2/models/with-feedback')).body.feedback).toEqual({ ttl_seconds: 600, labels: ['no', 'yes'] })
+    expect((await get('/v2/models/credit-risk')).body).not.toHaveProperty('feedback')
   })
 
   it('serves the metadata of a named version', async () => {
