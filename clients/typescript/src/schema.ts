@@ -66,8 +66,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The backend's queues, batches, refusals and execution provider per model version
-         * @description Read from the backend's Prometheus metrics (BACKEND_URL, with INFER_TOKEN), at most 5 s; counts since the backend started. What the operator console's Backend view shows.
+         * The backend's queues, batches, refusals and execution provider per model version, per replica and summed
+         * @description With Redis (UPSTASH_REDIS_REST_*): every replica's snapshot, which each writes there every STATS_PUBLISH_MS and which expires after three periods, summed. Without, or before any replica wrote one: the Prometheus metrics of the one replica BACKEND_URL reaches (with INFER_TOKEN); `source` says which. Each read at most 5 s; counts since each replica started. What the operator console's Backend view shows.
          */
         get: operations["getBackendStats"];
         put?: never;
@@ -1609,7 +1609,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the backend's stats */
+            /** @description the backend's stats, summed and per replica */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -1619,7 +1619,79 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackendStats"];
+                    "application/json": {
+                        /** @description ISO 8601 */
+                        fetched_at: string;
+                        ready: boolean | null;
+                        versions: {
+                            model: string;
+                            version: string;
+                            execution_provider: string | null;
+                            queue_depth_rows: number;
+                            queue_capacity_rows: number | null;
+                            requests_by_status: {
+                                [key: string]: number;
+                            };
+                            batches_by_reason: {
+                                [key: string]: number;
+                            };
+                            batch_size: {
+                                buckets: {
+                                    le: number | "+Inf";
+                                    count: number;
+                                }[];
+                                count: number;
+                                sum: number;
+                            };
+                        }[];
+                        rejections: {
+                            model: string;
+                            reason: string;
+                            status: number | null;
+                            count: number;
+                        }[];
+                        /**
+                         * @description `redis`: every replica's snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)
+                         * @enum {string}
+                         */
+                        source: "redis" | "backend_url";
+                        replicas: {
+                            /** @description ISO 8601 */
+                            fetched_at: string;
+                            ready: boolean | null;
+                            versions: {
+                                model: string;
+                                version: string;
+                                execution_provider: string | null;
+                                queue_depth_rows: number;
+                                queue_capacity_rows: number | null;
+                                requests_by_status: {
+                                    [key: string]: number;
+                                };
+                                batches_by_reason: {
+                                    [key: string]: number;
+                                };
+                                batch_size: {
+                                    buckets: {
+                                        le: number | "+Inf";
+                                        count: number;
+                                    }[];
+                                    count: number;
+                                    sum: number;
+                                };
+                            }[];
+                            rejections: {
+                                model: string;
+                                reason: string;
+                                status: number | null;
+                                count: number;
+                            }[];
+                            /** @description the replica's POD_NAME (else HOSTNAME); null when read through BACKEND_URL */
+                            pod: string | null;
+                            /** @description ISO 8601, when the replica wrote it; null when read through BACKEND_URL */
+                            published_at: string | null;
+                        }[];
+                    };
                 };
             };
             401: components["responses"]["Problem401"];
