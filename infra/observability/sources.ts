@@ -1,4 +1,5 @@
 import { NORMALIZATION_FIXES_METRIC, NORMALIZED_METRIC } from '../../edge/exposition/normalization.ts'
+import { qualityGauge } from '../../edge/exposition/quality.ts'
 import { DECISIONS_METRIC, DURATION_METRIC, REQUESTS_METRIC, WEIGHT_METRIC } from '../../edge/exposition/requests.ts'
 import { SHADOW_AGREEING_METRIC, SHADOW_DIFF_METRIC, SHADOW_ROWS_METRIC } from '../../edge/exposition/shadow.ts'
 
@@ -19,6 +20,9 @@ export const EDGE_METRICS = [
   SHADOW_AGREEING_METRIC,
   SHADOW_DIFF_METRIC,
 ] as const
+
+/** The edge's quality gauges the rules read: exposed per version only once it has enough labels (edge/exposition/quality.ts). */
+export const EDGE_QUALITY_METRICS = [qualityGauge('realized', 'accuracy'), qualityGauge('estimated', 'accuracy'), qualityGauge('realized', 'labels')] as const
 
 /** Series no part of edge-infer exports, and who does. */
 export const EXTERNAL_METRICS: Record<string, string> = {

@@ -6,7 +6,7 @@ import { defaultConfig } from '../../../infra/k8s/config.ts'
 import { TARGET_ROWS_PER_REPLICA } from '../../../infra/k8s/sizing.ts'
 import { DASHBOARD_FILE, RENDERED_DIR } from '../../../infra/observability/render.ts'
 import { allAlerts, allRecordings } from '../../../infra/observability/rules.ts'
-import { EDGE_METRICS, EXTERNAL_METRICS } from '../../../infra/observability/sources.ts'
+import { EDGE_METRICS, EDGE_QUALITY_METRICS, EXTERNAL_METRICS } from '../../../infra/observability/sources.ts'
 import { startBackend, type BackendProcess } from '../../backend/support/backend-process.ts'
 import { DEMO_REPOSITORY } from '../../backend/support/fixture-repository.ts'
 import { leafPanels, metricNames, panelQueries, type DashboardView } from './support/promql.ts'
@@ -56,7 +56,7 @@ describe('the dashboard', () => {
   it('every panel query and rule reads only series that exist: a real backend\'s, the edge\'s, the recording rules\' or named external ones', async () => {
     const backendNames = exposedNames(await (await fetch(`${backend.url}/metrics`)).text())
     const histogramParts = (name: string) => [name, `${name}_bucket`, `${name}_sum`, `${name}_count`]
-    const known = new Set([...backendNames, ...EDGE_METRICS.flatMap(histogramParts), ...allRecordings().map((r) => r.record), ...Object.keys(EXTERNAL_METRICS)])
+    const known = new Set([...backendNames, ...EDGE_METRICS.flatMap(histogramParts), ...EDGE_QUALITY_METRICS, ...allRecordings().map((r) => r.record), ...Object.keys(EXTERNAL_METRICS)])
     const exprs = [...panelQueries(await committed()).map((q) => q.expr), ...allRecordings().map((r) => r.expr), ...allAlerts().map((a) => `${a.signal} ${a.condition}`)]
     const unknown = exprs.flatMap((e) => metricNames(e).filter((n) => !known.has(n)).map((n) => `${n} in ${e}`))
     expect(unknown).toEqual([])

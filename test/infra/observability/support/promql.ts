@@ -1,6 +1,6 @@
 const NOT_METRICS = new Set([
   'sum', 'max', 'min', 'count', 'avg', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset',
-  'rate', 'increase', 'histogram_quantile', 'clamp_min', 'clamp_max', 'label_values', 'vector', 'absent', 'time',
+  'rate', 'increase', 'histogram_quantile', 'clamp_min', 'clamp_max', 'label_values', 'vector', 'absent', 'time', 'abs', 'avg_over_time',
 ])
 
 /**
