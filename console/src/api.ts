@@ -1,6 +1,6 @@
 import type { z } from 'zod'
 import type { DriftReport } from '../../backend/monitor/drift/report.ts'
-import type { BackendStats } from '../../edge/console/backend-stats-shape.ts'
+import type { BackendStatsAnswer as BackendStats } from '../../edge/console/backend-stats-shape.ts'
 import type { historyEntry, modelDescription, rolloutState } from '../../edge/openapi/schemas.ts'
 import type { ShadowPair } from '../../edge/stores/tallies/shadow.ts'
 import type { controllerSettings } from '../../edge/routes/controller.ts'

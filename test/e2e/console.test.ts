@@ -224,6 +224,12 @@ describe('the operator console', () => {
       expect(await page.locator('.heatmap[data-version="1"] thead th[scope=col]').first().textContent()).toMatch(/^−150 min/)
 
       await show(page, 'backend')
+      // No Redis in this stack: the one replica BACKEND_URL reaches, said so, then the total.
+      expect(await page.getAttribute('.replica-source', 'data-source')).toBe('backend_url')
+      const replicaRows = await page.locator('table.replicas tbody tr').allTextContents()
+      expect(replicaRows).toHaveLength(2)
+      expect(replicaRows[0]).toMatch(/^the one BACKEND_URL reachesyes\d+/)
+      expect(replicaRows[1]).toMatch(/^totalyes\d+/)
       const v2 = page.locator(`.backend-version[data-model="${SCENE_MODEL}"][data-version="2"]`)
       expect(await v2.locator('.provider').textContent()).toBe('cpu')
       expect(await v2.locator('.queue-depth').textContent()).toMatch(/^\d+ rows of \d+$/)

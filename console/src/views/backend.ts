@@ -4,6 +4,20 @@ import type { BackendStats } from '../api.ts'
 import type { Snapshot } from '../snapshot.ts'
 
 type VersionStats = BackendStats['versions'][number]
+type ReplicaStats = BackendStats['replicas'][number]
+
+const sumOf = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0)
+
+/** One row per replica: what it served and holds, beside the total the cards below show. */
+const replicaRow = (r: ReplicaStats) => [
+  h('span', { class: 'pod' }, r.pod ?? 'the one BACKEND_URL reaches'),
+  r.ready === null ? 'unknown' : r.ready ? 'yes' : 'no',
+  String(r.versions.reduce((n, v) => n + sumOf(v.requests_by_status), 0)),
+  String(r.versions.reduce((n, v) => n + v.batch_size.count, 0)),
+  String(r.versions.reduce((n, v) => n + v.queue_depth_rows, 0)),
+  String(r.rejections.reduce((n, x) => n + x.count, 0)),
+  new Date(r.published_at ?? r.fetched_at).toLocaleTimeString(),
+]
 
 /** Counts by key, each read as what it is: "HTTP 200: 23 requests", "full: 4 batches". */
 const counts = (record: Record<string, number>, key: (k: string) => string, unit: string) =>
@@ -30,13 +44,21 @@ const versionCard = (v: VersionStats): HTMLElement => {
   return card
 }
 
-/** The backend's queues, batches and refusals since it started, from its metrics. */
+/** The backend's queues, batches and refusals since each replica started: per replica, then summed per model version. */
 export const backendView = (snapshot: Snapshot): HTMLElement => {
   const stats = snapshot.backend
   if (typeof stats === 'string') return h('p', { class: 'error' }, `The backend's stats could not be read: ${stats}`)
   const byStatus = (status: number) => stats.rejections.filter((r) => r.status === status).reduce((n, r) => n + r.count, 0)
   return h('div', {},
     h('p', {}, h('strong', {}, 'Ready: '), stats.ready === null ? 'unknown' : stats.ready ? 'yes' : 'no', ` · read ${new Date(stats.fetched_at).toLocaleTimeString()}`),
+    h('h2', {}, 'Replicas'),
+    h('p', { class: 'replica-source', attrs: { 'data-source': stats.source } }, stats.source === 'redis'
+      ? `Every replica's snapshot from Redis (${stats.replicas.length}); the counts below are their sum.`
+      : 'One replica only: the one BACKEND_URL reaches (no Redis configured, or no replica has published to it yet).'),
+    table(['pod', 'ready', 'requests', 'batches', 'queued rows', 'refused', 'as of'], [
+      ...stats.replicas.map(replicaRow),
+      [h('strong', {}, 'total'), ...replicaRow({ ...stats, pod: null, published_at: null }).slice(1)],
+    ], { class: 'replicas' }),
     h('h2', {}, 'Refusals'),
     h('p', { class: 'rejection-totals' }, `429 (queue full or deadline unmeetable): ${byStatus(429)} · 504 (deadline passed in the queue): ${byStatus(504)}`),
     stats.rejections.length > 0
