@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
-import { backendStatsOf } from '../../../edge/console/backend-stats.ts'
+import { backendStatsOf, sumBackendStats } from '../../../edge/console/backend-stats.ts'
 import { backendStats } from '../../../edge/routes/backend-stats.ts'
 import type { BackendStatsAnswer } from '../../../edge/console/backend-stats-shape.ts'
 import type { AppEnv } from '../../../edge/app.ts'
@@ -141,5 +141,27 @@ describe('the backend\'s metrics, as the console reads them', () => {
     expect(stats.versions).toHaveLength(1)
     expect(stats.versions[0].execution_provider).toBe('cuda')
     expect(stats.versions[0].batch_size.buckets).toEqual([{ le: 1, count: 2 }, { le: 2, count: 0 }, { le: 4, count: 5 }, { le: '+Inf', count: 0 }])
+  })
+
+  it('sums replicas: refusals per model and reason, buckets per bound, a provider only when the replicas agree, ready when any is', () => {
+    const replica = (provider: string, ready: number, lines: string[]) =>
+      backendStatsOf(parsePrometheusText([
+        `edge_infer_backend_ready ${ready}`,
+        `edge_infer_backend_execution_provider_info{model="m",version="1",provider="${provider}"} 1`,
+        'edge_infer_backend_rejected_requests_total{model="m",reason="queue_full"} 2',
+        ...lines,
+      ].join('\n')), new Date(0))
+    const a = replica('cpu', 1, ['edge_infer_backend_batch_size_rows_bucket{le="1",model="m",version="1"} 1', 'edge_infer_backend_batch_size_rows_bucket{le="+Inf",model="m",version="1"} 3'])
+    const b = replica('cuda', 0, ['edge_infer_backend_batch_size_rows_bucket{le="+Inf",model="m",version="1"} 4', 'edge_infer_backend_rejected_requests_total{model="m",reason="expired"} 1'])
+    const sum = sumBackendStats([a, b], new Date(0))
+    expect(sum.ready).toBe(true)
+    expect(sum.versions).toHaveLength(1)
+    expect(sum.versions[0].execution_provider).toBeNull()
+    expect(sum.versions[0].batch_size.buckets).toEqual([{ le: 1, count: 1 }, { le: '+Inf', count: 6 }])
+    expect(sum.rejections).toEqual([
+      { model: 'm', reason: 'queue_full', status: 429, count: 4 },
+      { model: 'm', reason: 'expired', status: 504, count: 1 },
+    ])
+    expect(sumBackendStats([a, a], new Date(0)).versions[0].execution_provider).toBe('cpu')
   })
 })
