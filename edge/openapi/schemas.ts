@@ -177,8 +177,8 @@ export const driftReport = controllerDriftReport
 
 const counts = z.record(z.string(), z.number().nonnegative())
 
-/** `GET /v1/backend/stats`, as edge/console/backend-stats.ts builds it. */
-export const backendStats = z.object({
+/** One replica's stats, or their sum, as edge/console/backend-stats.ts builds them. */
+const replicaStatsFields = z.object({
   fetched_at: z.string().describe('ISO 8601'),
   ready: z.boolean().nullable(),
   versions: z.array(z.object({
@@ -192,6 +192,15 @@ export const backendStats = z.object({
     batch_size: z.object({ buckets: z.array(z.object({ le: z.union([z.number(), z.literal('+Inf')]), count: z.number().nonnegative() })), count: z.number().nonnegative(), sum: z.number().nonnegative() }),
   })),
   rejections: z.array(z.object({ model: z.string(), reason: z.string(), status: z.number().int().nullable(), count: z.number().nonnegative() })),
+})
+
+/** `GET /v1/backend/stats` (edge/routes/backend-stats.ts): the replicas' stats summed, and each replica's. */
+export const backendStats = replicaStatsFields.extend({
+  source: z.enum(['redis', 'backend_url']).describe('`redis`: every replica\'s snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)'),
+  replicas: z.array(replicaStatsFields.extend({
+    pod: z.string().nullable().describe('the replica\'s POD_NAME (else HOSTNAME); null when read through BACKEND_URL'),
+    published_at: z.string().nullable().describe('ISO 8601, when the replica wrote it; null when read through BACKEND_URL'),
+  })),
 })
 
 export const health = z.object({ ok: z.literal(true), request_id: z.string() })

@@ -1,4 +1,3 @@
-import { z } from 'zod'
 import { HEADERS } from '../../shared/headers.ts'
 import { parsePrometheusText, type PrometheusSample } from '../../shared/prometheus-text.ts'
 import { REPLICA_STATS_MAX_PODS, REPLICA_STATS_PODS_KEY, replicaStatsKey, type ReplicaStatsSnapshot } from '../../shared/replica-stats.ts'
@@ -18,16 +17,6 @@ export interface BackendStatsOptions {
   /** Bound of the one read of the backend's metrics, and of each of the two Redis reads. */
   timeoutMs?: number
 }
-
-/** The route's answer: the stats summed, and each replica's (edge/console/backend-stats-shape.ts). */
-const replicaSchema = backendStatsSchema.extend({
-  pod: z.string().nullable().describe('the replica\'s POD_NAME (else HOSTNAME); null when read through BACKEND_URL'),
-  published_at: z.string().nullable().describe('ISO 8601, when the replica wrote it; null when read through BACKEND_URL'),
-})
-const answerSchema = backendStatsSchema.extend({
-  source: z.enum(['redis', 'backend_url']).describe('`redis`: every replica\'s snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)'),
-  replicas: z.array(replicaSchema),
-})
 
 const unavailable = (what: string, err: unknown) =>
   new Problem(503, 'Service Unavailable', `${what} did not answer: ${err instanceof Error ? err.message : String(err)}`, { slug: 'backend-stats-unavailable', headers: { 'retry-after': '5' } })
@@ -112,7 +101,7 @@ export const backendStatsRoutes = (options: BackendStatsOptions = {}) => [
     summary: 'The backend\'s queues, batches, refusals and execution provider per model version, per replica and summed',
     description: 'With Redis (UPSTASH_REDIS_REST_*): every replica\'s snapshot, which each writes there every STATS_PUBLISH_MS and which expires after three periods, summed. Without, or before any replica wrote one: the Prometheus metrics of the one replica BACKEND_URL reaches (with INFER_TOKEN); `source` says which. Each read at most 5 s; counts since each replica started. What the operator console\'s Backend view shows.',
     tag: 'admin',
-    answers: { 200: { description: 'the backend\'s stats, summed and per replica', schema: answerSchema, headers: RATE_LIMIT } },
+    answers: { 200: { description: 'the backend\'s stats, summed and per replica', schema: backendStatsSchema, headers: RATE_LIMIT } },
     problems: [502, 503],
     handle: answer(backendStats(options)),
   }),
