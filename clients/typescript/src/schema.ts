@@ -1124,6 +1124,47 @@ export interface components {
                 status: number | null;
                 count: number;
             }[];
+            /**
+             * @description `redis`: every replica's snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)
+             * @enum {string}
+             */
+            source: "redis" | "backend_url";
+            replicas: {
+                /** @description ISO 8601 */
+                fetched_at: string;
+                ready: boolean | null;
+                versions: {
+                    model: string;
+                    version: string;
+                    execution_provider: string | null;
+                    queue_depth_rows: number;
+                    queue_capacity_rows: number | null;
+                    requests_by_status: {
+                        [key: string]: number;
+                    };
+                    batches_by_reason: {
+                        [key: string]: number;
+                    };
+                    batch_size: {
+                        buckets: {
+                            le: number | "+Inf";
+                            count: number;
+                        }[];
+                        count: number;
+                        sum: number;
+                    };
+                }[];
+                rejections: {
+                    model: string;
+                    reason: string;
+                    status: number | null;
+                    count: number;
+                }[];
+                /** @description the replica's POD_NAME (else HOSTNAME); null when read through BACKEND_URL */
+                pod: string | null;
+                /** @description ISO 8601, when the replica wrote it; null when read through BACKEND_URL */
+                published_at: string | null;
+            }[];
         };
         FeedbackResponse: {
             accepted: number;
@@ -1619,79 +1660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 */
-                        fetched_at: string;
-                        ready: boolean | null;
-                        versions: {
-                            model: string;
-                            version: string;
-                            execution_provider: string | null;
-                            queue_depth_rows: number;
-                            queue_capacity_rows: number | null;
-                            requests_by_status: {
-                                [key: string]: number;
-                            };
-                            batches_by_reason: {
-                                [key: string]: number;
-                            };
-                            batch_size: {
-                                buckets: {
-                                    le: number | "+Inf";
-                                    count: number;
-                                }[];
-                                count: number;
-                                sum: number;
-                            };
-                        }[];
-                        rejections: {
-                            model: string;
-                            reason: string;
-                            status: number | null;
-                            count: number;
-                        }[];
-                        /**
-                         * @description `redis`: every replica's snapshot, summed; `backend_url`: the one replica BACKEND_URL reached (no Redis configured, or no replica published yet)
-                         * @enum {string}
-                         */
-                        source: "redis" | "backend_url";
-                        replicas: {
-                            /** @description ISO 8601 */
-                            fetched_at: string;
-                            ready: boolean | null;
-                            versions: {
-                                model: string;
-                                version: string;
-                                execution_provider: string | null;
-                                queue_depth_rows: number;
-                                queue_capacity_rows: number | null;
-                                requests_by_status: {
-                                    [key: string]: number;
-                                };
-                                batches_by_reason: {
-                                    [key: string]: number;
-                                };
-                                batch_size: {
-                                    buckets: {
-                                        le: number | "+Inf";
-                                        count: number;
-                                    }[];
-                                    count: number;
-                                    sum: number;
-                                };
-                            }[];
-                            rejections: {
-                                model: string;
-                                reason: string;
-                                status: number | null;
-                                count: number;
-                            }[];
-                            /** @description the replica's POD_NAME (else HOSTNAME); null when read through BACKEND_URL */
-                            pod: string | null;
-                            /** @description ISO 8601, when the replica wrote it; null when read through BACKEND_URL */
-                            published_at: string | null;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["BackendStats"];
                 };
             };
             401: components["responses"]["Problem401"];
