@@ -71,7 +71,9 @@ describe('open-model sender', () => {
     expect(result.outcomes.overflow).toBeGreaterThan(0)
     expect(received + result.outcomes.overflow).toBe(100)
     expect(result.outcomes.latenciesMs.length).toBe(received)
-    expect(Math.min(...result.outcomes.latenciesMs)).toBeGreaterThanOrEqual(300)
+    // Latency runs to the answer, not the send: none is shorter than the server's hold (less a
+    // millisecond: libuv fires timers against its cached loop clock, a little before a precise one).
+    expect(Math.min(...result.outcomes.latenciesMs)).toBeGreaterThanOrEqual(299)
     expect(errorRate(result.outcomes)).toBeCloseTo(result.outcomes.overflow / 100)
   })
 })
