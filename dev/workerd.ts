@@ -13,6 +13,8 @@ export interface BundledWorkerOptions {
   bindings: Record<string, string>
   host?: string
   port?: number
+  /** workerd's V8 inspector (Chrome DevTools protocol), for profiling; off unset. */
+  inspectorPort?: number
   /** Each line the worker logs (console.*), with its level; unset, Miniflare prints them. */
   onLog?: (level: string, message: string) => void
 }

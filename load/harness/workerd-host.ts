@@ -7,7 +7,8 @@ import { bundledWorkerOptions } from '../../dev/workerd.ts'
  * port, then logs `{"msg":"listening","url":...}` like the backend so `startServer` can find it.
  * Started in a process group of its own: the benchmark's stop signal reaches workerd too.
  *
- * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets).
+ * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets),
+ * INSPECTOR_PORT (optional: workerd's V8 inspector, for a profile of the worker under load).
  */
 const log = (entry: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(entry)}\n`)
 
@@ -20,6 +21,7 @@ const main = async () => {
     bindings,
     host: '127.0.0.1',
     port: 0,
+    ...(process.env.INSPECTOR_PORT ? { inspectorPort: Number(process.env.INSPECTOR_PORT) } : {}),
     // Only errors reach our stderr: a line per request would be measured with the worker.
     onLog: (level, message) => {
       if (level === 'error') process.stderr.write(`${message}\n`)

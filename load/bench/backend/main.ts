@@ -12,7 +12,8 @@ import { summarize, verdictsFor, type Figures, type Sample, type VerdictInputs }
 import { turnOrder } from '../../harness/order.ts'
 import { benchRuntimes, runtimesLegend, type Runtime } from '../../harness/runtimes.ts'
 import { assertAlive, primeInfer, runEntry, startServer, waitReady, type ServerProcess } from '../../harness/servers.ts'
-import { formatMeasurements, formatVerdicts, type CeilingRow, type MeasuredRow } from './table.ts'
+import { formatMeasurements, type CeilingRow, type MeasuredRow } from './table.ts'
+import { formatVerdicts } from '../../harness/verdict.ts'
 import { computeBoundWorkload, creditRiskWorkload, withDispatch, type Dispatch, type Workload } from '../../harness/workloads.ts'
 import { runWrk, wrkBin } from '../../harness/wrk.ts'
 
@@ -27,7 +28,7 @@ import { runWrk, wrkBin } from '../../harness/wrk.ts'
  * a slow spell of the machine lands on all alike; each round starts one row later, so no row is always
  * the one measured right after the heaviest load, and every run first waits (bounded) for quiet.
  *
- * Env: BENCH_DURATION_S (default 8), BENCH_WARMUP_S (1), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64),
+ * Env: BENCH_DURATION_S (default 6), BENCH_WARMUP_S (1), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64),
  * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~2 min), BENCH_LOADGEN (wrk | autocannon),
  * BENCH_NODES (Node binaries to run every Node row on, comma-separated), BENCH_PYTHON, WRK_BIN.
  */
@@ -49,7 +50,7 @@ const HIGH_LOAD = [64, 256]
 
 const readSettings = (): BenchSettings => {
   const quick = process.env.BENCH_QUICK === '1'
-  const durationS = positiveInt('BENCH_DURATION_S', quick ? 1 : 8)
+  const durationS = positiveInt('BENCH_DURATION_S', quick ? 1 : 6)
   const loadgen = process.env.BENCH_LOADGEN ?? 'wrk'
   if (loadgen !== 'wrk' && loadgen !== 'autocannon') throw new Error(`BENCH_LOADGEN must be wrk or autocannon, got "${loadgen}"`)
   if (loadgen === 'wrk' && !existsSync(wrkBin())) throw new Error(`${wrkBin()} not found: apt-get install wrk, or set WRK_BIN or BENCH_LOADGEN=autocannon`)
@@ -99,7 +100,15 @@ interface Subject {
   batches?(url: string): Promise<BatchCounters>
   /** A server that may refuse its configuration (a dispatch field the backend does not know yet): its rows go unmeasured, the rest go on. */
   optional?: boolean
+  /** The twin of a judged row: the same configuration in a second server, measured in the same rounds, so each verdict shows the run's noise floor. */
+  duplicate?: boolean
 }
+
+/** A row's name in the table and the progress lines. */
+const labelOf = ({ kind, duplicate }: Subject): string => `${LABELS[kind]}${duplicate ? ' (dup)' : ''}`
+
+/** Rows no verdict judges: they orient the reader and need no twin. */
+const UNJUDGED: ReadonlySet<RowKind> = new Set(['http', 'fastapi'])
 
 interface Running {
   subject: Subject
@@ -116,7 +125,7 @@ const startBackend = (workload: Workload, runtime: Runtime, env: Record<string, 
 
 /** Starts, waits for ready, primes, and checks the server answers the version the peers serve. */
 const bringUp = async (subject: Subject): Promise<Running> => {
-  const name = `${subject.workload.model} ${LABELS[subject.kind]}${subject.runtime ? ` (${subject.runtime.version})` : ''}`
+  const name = `${subject.workload.model} ${labelOf(subject)}${subject.runtime ? ` (${subject.runtime.version})` : ''}`
   progress(`starting ${name}`)
   const server = await subject.start()
   try {
@@ -211,7 +220,7 @@ const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly R
   const idle = await withDispatch(tiny, 'idle')
   const delay = await withDispatch(tiny, 'delay')
   const perRuntime = (make: (r: Runtime) => Subject): Subject[] => runtimes.map(make)
-  return [
+  const subjects: Subject[] = [
     ...perRuntime((r) => ({ kind: 'backend-on', workload: tiny, runtime: r, connections: main, start: startBackend(tiny, r, { BATCHING: 'on' }), batches: backendBatches(tiny) })),
     ...perRuntime((r) => ({ kind: 'http', workload: tiny, runtime: r, connections: main, start: () => startServer('load/bench/backend/http-ceiling.ts', { CEILING_RESPONSE: sampleOf(tiny, r) }, r.bin) })),
     // The peers also at low load: what a clock-driven batcher and a plain run per request answer there.
@@ -226,16 +235,17 @@ const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly R
       perRuntime((r): Subject => ({ kind: `dispatch-${dispatch}`, workload, runtime: r, connections: DISPATCH_CONNECTIONS, start: startBackend(workload, r, { BATCHING: 'on' }), batches: backendBatches(workload), optional: true })),
     ),
   ]
+  return [...subjects, ...subjects.filter((s) => !UNJUDGED.has(s.kind)).map((s) => ({ ...s, duplicate: true }))]
 }
 
-const figuresOf = (running: readonly Running[], model: string, kind: RowKind, connections: number, runtime?: Runtime): Figures | undefined => {
-  const row = running.find((r) => r.subject.workload.model === model && r.subject.kind === kind && (r.subject.runtime === undefined || r.subject.runtime === runtime))
+const figuresOf = (running: readonly Running[], model: string, kind: RowKind, connections: number, runtime?: Runtime, duplicate = false): Figures | undefined => {
+  const row = running.find((r) => r.subject.workload.model === model && r.subject.kind === kind && (r.subject.runtime === undefined || r.subject.runtime === runtime) && (r.subject.duplicate ?? false) === duplicate)
   const samples = row?.samples.get(connections)
   return samples && samples.length > 0 ? summarize(samples, row!.subject.workload.rowsPerRequest) : undefined
 }
 
-const verdictInputs = (running: readonly Running[], tiny: Workload, heavy: Workload, runtime: Runtime, connections: number): VerdictInputs => {
-  const tinyRow = (kind: RowKind, at = connections) => figuresOf(running, tiny.model, kind, at, runtime)
+const verdictInputs = (running: readonly Running[], tiny: Workload, heavy: Workload, runtime: Runtime, connections: number, duplicate: boolean): VerdictInputs => {
+  const tinyRow = (kind: RowKind, at = connections) => figuresOf(running, tiny.model, kind, at, runtime, duplicate)
   return {
     tiny: {
       peerBatcher: tinyRow('peer-batcher'),
@@ -244,7 +254,7 @@ const verdictInputs = (running: readonly Running[], tiny: Workload, heavy: Workl
       backendOff: tinyRow('backend-off'),
       backendDriftOff: tinyRow('backend-drift-off'),
     },
-    computeBound: { backend: figuresOf(running, heavy.model, 'backend-on', connections, runtime), peerBatcher: figuresOf(running, heavy.model, 'peer-batcher', connections, runtime) },
+    computeBound: { backend: figuresOf(running, heavy.model, 'backend-on', connections, runtime, duplicate), peerBatcher: figuresOf(running, heavy.model, 'peer-batcher', connections, runtime, duplicate) },
     lowLoad: { connections: LOW_LOAD, backend: tinyRow('dispatch-idle', LOW_LOAD), peerPerRequest: tinyRow('peer-per-request', LOW_LOAD) },
     highLoad: HIGH_LOAD.map((c) => ({ connections: c, idle: tinyRow('dispatch-idle', c), delay: tinyRow('dispatch-delay', c) })),
   }
@@ -271,7 +281,7 @@ const main = async (): Promise<void> => {
         running.push(await bringUp(subject))
       } catch (err) {
         if (!subject.optional) throw err
-        skipped.push(`${LABELS[subject.kind]}: not measured, the backend did not serve it (${err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err)})`)
+        skipped.push(`${labelOf(subject)}: not measured, the backend did not serve it (${err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err)})`)
       }
     }
     progress(`servers idle: ${(100 * (await settle(running, STARTED)).servers).toFixed(1)}% of a core`)
@@ -284,7 +294,7 @@ const main = async (): Promise<void> => {
           const calm = await settle(running, BETWEEN_RUNS)
           runs++
           if (!calm.quiet) startedBusy++
-          progress(`round ${round}/${settings.rounds}, ${connections} conn: ${row.subject.workload.model} ${LABELS[row.subject.kind]}${row.subject.runtime ? ` ${row.subject.runtime.version}` : ''}`)
+          progress(`round ${round}/${settings.rounds}, ${connections} conn: ${row.subject.workload.model} ${labelOf(row.subject)}${row.subject.runtime ? ` ${row.subject.runtime.version}` : ''}`)
           const sample = await measure(row, connections, settings)
           row.samples.set(connections, [...(row.samples.get(connections) ?? []), sample])
         }
@@ -296,8 +306,8 @@ const main = async (): Promise<void> => {
       running.flatMap(({ subject, samples }) => {
         const list = samples.get(connections)
         if (!list) return []
-        const { workload, kind, runtime } = subject
-        return [{ model: workload.model, label: LABELS[kind], node: runtime?.version, connections, samples: list, figures: summarize(list, workload.rowsPerRequest) }]
+        const { workload, runtime } = subject
+        return [{ model: workload.model, label: labelOf(subject), node: runtime?.version, connections, samples: list, figures: summarize(list, workload.rowsPerRequest) }]
       }),
     )
     // In-process ceilings last, with no server alive: the engine on otherwise idle cores (of this benchmark).
@@ -309,7 +319,7 @@ const main = async (): Promise<void> => {
         for (const size of [...new Set([1, b])]) ceilings.push(await measureInProcess(workload, runtime, size, settings))
       }
     }
-    const verdicts = runtimes.map((r) => ({ node: r.version, verdicts: verdictsFor(verdictInputs(running, tiny, heavy, r, settings.connections)) }))
+    const verdicts = runtimes.map((r) => ({ node: r.version, verdicts: verdictsFor(verdictInputs(running, tiny, heavy, r, settings.connections, false), verdictInputs(running, tiny, heavy, r, settings.connections, true)) }))
     const legend = [
       runtimesLegend(runtimes),
       `Rows: every server started once, the rows taking turns (${settings.rounds} rounds, ABAB…, each round starting one row later); each cell is the median of its runs, "req/s by run" lists them.`,
@@ -317,6 +327,7 @@ const main = async (): Promise<void> => {
       `Load: ${settings.loadgen === 'wrk' ? 'wrk (1 thread, Lua script for the POST body)' : 'autocannon'} in its own process on the same cores, ${settings.durationS} s per run after ${settings.warmupS} s of warm-up; conn = keep-alive connections.`,
       `H: Hono on @hono/node-server with no model, same body in, the backend's response out. Peers (load/bench/backend/peers/): Hono + onnxruntime-node with a batcher at the model config's limits (max_batch_size ${tiny.maxBatchSize}, max_queue_delay_us ${tiny.maxQueueDelayUs}, one run at a time; no preferred sizes) or one session.run per request; FastAPI + uvicorn (1 worker, uvloop, httptools) on numpy with the ONNX file's weights.`,
       `backend dispatch: the model config's dynamic_batching.dispatch set in a temporary copy of the repository (idle: a free instance takes what is queued at once; delay: Triton's max_queue_delay_us wait). The other backend rows serve the repository as shipped (dispatch unset, so the default); where that is idle, BATCHING=on and "dispatch: idle" at ${settings.connections} conn are one configuration measured twice: their gap is this run's noise.`,
+      `(dup): a second server of the same configuration, taking its turn like the others; the verdicts' noise column is each side ÷ its duplicate (1.00 = no noise), the spread a verdict must clear to mean anything.`,
       `CPU µs/req: the server process's CPU time (all threads, /proc/<pid>/stat) over the measured run ÷ requests completed. mean batch: the backend's batch-size histogram, the peer's own count.`,
       `C(b): onnxruntime-node in a child process, 1 intra-op thread, batch b (b = the BATCHING=on row's mean batch, rounded).`,
       ...skipped,

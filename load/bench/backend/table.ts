@@ -1,5 +1,5 @@
 import { formatRuntimeTable, measured, type Align, type RuntimeRow } from '../../harness/table.ts'
-import type { Figures, Sample, Verdict } from './results.ts'
+import type { Figures, Sample } from './results.ts'
 
 const int = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-')
 const kilo = (x: number): string => (Number.isFinite(x) ? (x >= 1000 ? `${(x / 1000).toFixed(1)}k` : x.toFixed(0)) : '-')
@@ -52,16 +52,3 @@ const ceilingRow = ({ model, node, batch: b, rowsPerSec }: CeilingRow): RuntimeR
 export const formatMeasurements = (rows: readonly MeasuredRow[], ceilings: readonly CeilingRow[]): string =>
   formatRuntimeTable(MEASUREMENTS_HEADERS, [...rows.map(measuredRow), ...ceilings.map(ceilingRow)], MEASUREMENTS_ALIGN)
 
-/** Issue 16's targets with PASS/MISS, for each runtime. */
-export const formatVerdicts = (perRuntime: ReadonlyArray<{ node: string; verdicts: readonly Verdict[] }>): string =>
-  formatRuntimeTable(
-    ['target', 'from (medians)', 'measured', 'bound', 'result'],
-    perRuntime.flatMap(({ node, verdicts }) =>
-      verdicts.map((v) => ({
-        key: v.name,
-        node,
-        cells: [v.name, v.detail, Number.isFinite(v.measured) ? v.measured.toFixed(2) : '-', `${v.comparator} ${v.target.toFixed(2)}`, v.pass ? 'PASS' : 'MISS'],
-      })),
-    ),
-    ['left', 'left', 'right', 'right', 'left'],
-  )

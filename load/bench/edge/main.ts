@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
-import { basename, extname, join } from 'node:path'
+import { cpus, loadavg } from 'node:os'
 import { processCpuMicros } from '../../harness/cpu.ts'
 import { runAutocannon, type LoadResult } from '../../harness/autocannon.ts'
 import { measurePipeline, type PipelineCase, type PipelineResult } from './pipeline.ts'
@@ -9,10 +7,11 @@ import { findWorkerdPid } from '../../harness/workerd-pid.ts'
 import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, creditRiskMetadata, equivalentInferBody, predictBody } from './workload.ts'
 import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, type WorkerdRatio } from './workerd-pipeline.ts'
 import { formatInstructionsTable } from './instructions.ts'
+import { bundleWorker } from './bundle.ts'
 import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './instructions-run.ts'
-import { cleanUp, installSignalHandlers, interrupted, onCleanup, runToEnd, within } from '../../harness/processes.ts'
+import { cleanUp, installSignalHandlers, interrupted, within } from '../../harness/processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from '../../harness/runtimes.ts'
-import { ROOT, assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from '../../harness/servers.ts'
+import { assertAlive, primeInfer, startServer, waitReady, type ServerProcess } from '../../harness/servers.ts'
 import { positiveInt } from '../../harness/env.ts'
 
 /**
@@ -62,21 +61,6 @@ const PIPELINE_WARMUP = 5_000
 
 /** Requests per workerd call; each call's time less an empty call's, ÷ this, is one batch mean. */
 const WORKERD_BATCH = 500
-
-/**
- * Bundles a worker as a deploy would (`wrangler deploy --dry-run`, workerd conditions, the
- * settings of wrangler.toml): the edge's own entry, or another entry script such as the
- * benchmark's pipeline worker. Answers the bundle's path.
- */
-const bundleWorker = async (entry = 'edge/worker.ts'): Promise<string> => {
-  const outdir = await mkdtemp(join(tmpdir(), 'bench-edge-bundle-'))
-  onCleanup(() => rm(outdir, { recursive: true, force: true }))
-  await runToEnd('wrangler deploy --dry-run', process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', entry, '--dry-run', '--outdir', outdir], {
-    cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
-  })
-  return join(outdir, `${basename(entry, extname(entry))}.js`)
-}
 
 const inWorkerd = async (settings: Settings): Promise<{ results: WorkerdPipelineResult[]; ratio: WorkerdRatio }> => {
   progress('in workerd: bundling the pipeline worker (wrangler deploy --dry-run)')

@@ -1,0 +1,100 @@
+import { writeFile } from 'node:fs/promises'
+import { runAutocannon } from '../../harness/autocannon.ts'
+import { positiveInt } from '../../harness/env.ts'
+import { cleanUp, installSignalHandlers, within } from '../../harness/processes.ts'
+import { startServer, waitReady } from '../../harness/servers.ts'
+import { bundleWorker } from './bundle.ts'
+import { INFER_TOKEN, bindingsFor } from './versus-peer.ts'
+import { MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, predictBody } from './workload.ts'
+
+/**
+ * A CPU profile of the edge worker inside workerd under load, taken with workerd's own V8
+ * inspector (Miniflare's inspectorPort): `npx tsx load/bench/edge/profile.ts [out.cpuprofile]`.
+ * Prints self time by function and by source module; the .cpuprofile opens in Chrome DevTools.
+ * Env: PROFILE_DURATION_S (8), BENCH_CONNECTIONS (16), PROFILE_BINDINGS (JSON added to the worker's),
+ * PROFILE_WORKER (`peer`: the bench's minimal peer worker instead of the edge).
+ */
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
+interface Profile { nodes: ProfileNode[]; startTime: number; endTime: number; samples?: number[]; timeDeltas?: number[] }
+
+const INSPECTOR_PORT = 9_329
+
+/** One CDP session over the inspector's WebSocket: send a method, await its result. */
+const connect = async (url: string) => {
+  const socket = new WebSocket(url)
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true })
+    socket.addEventListener('error', reject, { once: true })
+  })
+  let next = 1
+  const waiting = new Map<number, (result: unknown) => void>()
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown }
+    if (message.id !== undefined) waiting.get(message.id)?.(message.result)
+  })
+  return {
+    send: <T>(method: string, params: Record<string, unknown> = {}): Promise<T> => {
+      const id = next++
+      socket.send(JSON.stringify({ id, method, params }))
+      return new Promise<T>((resolve) => waiting.set(id, resolve as (r: unknown) => void))
+    },
+    close: () => socket.close(),
+  }
+}
+
+/** Self time per key, in ms, from the sample counts (each sample is one interval of the profile). */
+const selfTime = (profile: Profile, keyOf: (n: ProfileNode) => string): Array<[string, number]> => {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const totals = new Map<string, number>()
+  const samples = profile.samples ?? []
+  const deltas = profile.timeDeltas ?? []
+  samples.forEach((id, i) => {
+    const node = byId.get(id)
+    if (node) totals.set(keyOf(node), (totals.get(keyOf(node)) ?? 0) + (deltas[i] ?? 0) / 1000)
+  })
+  return [...totals].sort((a, b) => b[1] - a[1])
+}
+
+const main = async (): Promise<void> => {
+  installSignalHandlers()
+  try {
+    const durationS = positiveInt('PROFILE_DURATION_S', 8)
+    const backend = await within(60_000, 'the backend', startServer('backend/server.ts', { MODEL_REPOSITORY, INFER_TOKEN }))
+    await waitReady(backend.url)
+    const { key, entry } = await benchKey()
+    const extra = JSON.parse(process.env.PROFILE_BINDINGS ?? '{}') as Record<string, string>
+    const peer = process.env.PROFILE_WORKER === 'peer'
+    const both = await bindingsFor(backend.url, entry)
+    const bindings = { ...(peer ? both.peer : both.edge), ...extra }
+    const bundle = await bundleWorker(peer ? 'load/bench/edge/peer/worker.ts' : undefined)
+    const edge = await within(60_000, 'the worker', startServer('load/harness/workerd-host.ts', { EDGE_BUNDLE: bundle, EDGE_BINDINGS: JSON.stringify(bindings), INSPECTOR_PORT: String(INSPECTOR_PORT) }))
+    const options = { url: `${edge.url}${PREDICT_PATH}`, body: predictBody(1, WARM_USER), headers: { authorization: `Bearer ${key}` }, connections: positiveInt('BENCH_CONNECTIONS', 16) }
+    await runAutocannon({ ...options, durationS: 2 })
+    const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as Array<{ id: string; webSocketDebuggerUrl?: string }>
+    const target = targets.find((t) => t.id.includes('core:user:'))
+    if (!target?.webSocketDebuggerUrl) throw new Error(`no user worker among the inspector's targets: ${JSON.stringify(targets)}`)
+    const cdp = await connect(target.webSocketDebuggerUrl)
+    await cdp.send('Profiler.enable')
+    await cdp.send('Profiler.setSamplingInterval', { interval: 100 })
+    await cdp.send('Profiler.start')
+    const load = await runAutocannon({ ...options, durationS })
+    const { profile } = await cdp.send<{ profile: Profile }>('Profiler.stop')
+    cdp.close()
+    const out = process.argv[2] ?? '/tmp/edge.cpuprofile'
+    await writeFile(out, JSON.stringify(profile))
+    const totalMs = (profile.endTime - profile.startTime) / 1000
+    const line = ([name, ms]: [string, number]) => `${ms.toFixed(0).padStart(7)} ms  ${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${name}`
+    const moduleOf = (n: ProfileNode) => (n.callFrame.url ? n.callFrame.url.replace(/^.*\//, '') : `(${n.callFrame.functionName || 'native'})`)
+    process.stdout.write([
+      `${load.completed} predicts in ${durationS} s (${load.reqPerSec.toFixed(0)} req/s); profile ${totalMs.toFixed(0)} ms, written to ${out}`,
+      'self time by function:',
+      ...selfTime(profile, (n) => `${n.callFrame.functionName || '(anonymous)'} ${moduleOf(n)}:${n.callFrame.lineNumber + 1}`).slice(0, 40).map(line),
+      'self time by module:',
+      ...selfTime(profile, moduleOf).slice(0, 10).map(line),
+    ].join('\n') + '\n')
+  } finally {
+    await cleanUp()
+  }
+}
+
+await main()
