@@ -25,6 +25,18 @@ const positive = (fallback: number, description: string, { whole = false } = {})
     .describe(description)
     .meta({ default: String(fallback) })
 
+/** A share in [0, 1]; unset, blank or outside keeps the default. */
+const share = (fallback: number, description: string) =>
+  z
+    .string()
+    .optional()
+    .transform((raw) => {
+      const n = Number(raw?.trim() || NaN)
+      return Number.isFinite(n) && n >= 0 && n <= 1 ? n : fallback
+    })
+    .describe(description)
+    .meta({ default: String(fallback) })
+
 /** The items of a comma-separated var, blanks dropped. */
 const items = (raw: string | undefined): string[] => (raw ?? '').split(',').map((item) => item.trim()).filter(Boolean)
 
@@ -41,6 +53,7 @@ export const servingBindings = z.object({
   REDIS_TIMEOUT_MS: positive(DEFAULT_EDGE_REDIS_TIMEOUT_MS, 'Budget of every other Redis call on the request path: rollout state, API keys issued into Redis, rollout history, normalization counts. Past it: the last known rollout (or the default routing; one warning per spell, one line when Redis answers again), a key found in the isolate cache from there, else 503 with `Retry-After: 1` (never 401); the history and `/metrics` answer 503 with `Retry-After: 1`; a normalization count is given up (it runs after the response); a controller tick\'s write fails that model for this tick.'),
   METRICS_FLUSH_MS: positive(1_000, 'Longest time an isolate holds request counts before adding them into Redis (with Upstash configured).'),
   // Under Prometheus's default 10 s scrape timeout, with room for the edge's own Redis reads.
+  REQUEST_LOG_SAMPLE_RATE: share(0.01, "Share of plain successes (2xx, nothing normalized or degraded) that get the per-request log line; every other request always gets one. Workers Logs already records each invocation's status and duration, and a line per request costs the worker CPU on every predict; 1 logs every request."),
   METRICS_SCRAPE_TIMEOUT_MS: positive(3_000, "Longest a `/metrics` scrape waits for the backend's figures (weights, quality); past it they are left out, the edge's own counts are always served."),
   FEEDBACK_MODELS: z
     .string()
@@ -170,6 +183,8 @@ export interface EdgeSettings {
   metricsScrapeMs: number
   /** The edge prediction cache's bounds per isolate: rows, and bytes of one row's answer. */
   predictionCache: { maxEntries: number; maxEntryBytes: number }
+  /** Share of plain successes that get the per-request log line. */
+  requestLogSampleRate: number
 }
 
 /** Each setting from its binding, or its default when the binding is unset or unusable. */
@@ -185,5 +200,6 @@ export const settingsFrom = (env: Partial<Bindings>): EdgeSettings => {
     feedbackTtlSeconds: parsed.FEEDBACK_TTL_SECONDS,
     metricsScrapeMs: parsed.METRICS_SCRAPE_TIMEOUT_MS,
     predictionCache: { maxEntries: parsed.PREDICTION_CACHE_MAX_ENTRIES, maxEntryBytes: parsed.PREDICTION_CACHE_MAX_ENTRY_BYTES },
+    requestLogSampleRate: parsed.REQUEST_LOG_SAMPLE_RATE,
   }
 }

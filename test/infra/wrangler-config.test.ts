@@ -38,6 +38,7 @@ const BINDING_SOURCES = {
   REDIS_TIMEOUT_MS: 'override of a default in code',
   METRICS_FLUSH_MS: 'override of a default in code',
   METRICS_SCRAPE_TIMEOUT_MS: 'override of a default in code',
+  REQUEST_LOG_SAMPLE_RATE: 'override of a default in code',
   CONTROLLER_DWELL_MINUTES: 'override of a default in code',
   CONTROLLER_MIN_ROWS: 'override of a default in code',
   CONTROLLER_MIN_REQUESTS: 'override of a default in code',

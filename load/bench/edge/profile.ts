@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
+import { SourceMap, type SourceMapPayload, type SourceMapping } from 'node:module'
 import { runAutocannon } from '../../harness/autocannon.ts'
 import { positiveInt } from '../../harness/env.ts'
 import { cleanUp, installSignalHandlers, within } from '../../harness/processes.ts'
@@ -14,7 +15,7 @@ import { MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, predictBody } from
  * Env: PROFILE_DURATION_S (8), BENCH_CONNECTIONS (16), PROFILE_BINDINGS (JSON added to the worker's),
  * PROFILE_WORKER (`peer`: the bench's minimal peer worker instead of the edge).
  */
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }; hitCount?: number; children?: number[] }
 interface Profile { nodes: ProfileNode[]; startTime: number; endTime: number; samples?: number[]; timeDeltas?: number[] }
 
 const INSPECTOR_PORT = 9_329
@@ -67,6 +68,8 @@ const main = async (): Promise<void> => {
     const both = await bindingsFor(backend.url, entry)
     const bindings = { ...(peer ? both.peer : both.edge), ...extra }
     const bundle = await bundleWorker(peer ? 'load/bench/edge/peer/worker.ts' : undefined)
+    // The bundle is minified: names and places come from its source map.
+    const map = new SourceMap(JSON.parse(await readFile(`${bundle}.map`, 'utf8')) as SourceMapPayload)
     const edge = await within(60_000, 'the worker', startServer('load/harness/workerd-host.ts', { EDGE_BUNDLE: bundle, EDGE_BINDINGS: JSON.stringify(bindings), INSPECTOR_PORT: String(INSPECTOR_PORT) }))
     const options = { url: `${edge.url}${PREDICT_PATH}`, body: predictBody(1, WARM_USER), headers: { authorization: `Bearer ${key}` }, connections: positiveInt('BENCH_CONNECTIONS', 16) }
     await runAutocannon({ ...options, durationS: 2 })
@@ -84,13 +87,21 @@ const main = async (): Promise<void> => {
     await writeFile(out, JSON.stringify(profile))
     const totalMs = (profile.endTime - profile.startTime) / 1000
     const line = ([name, ms]: [string, number]) => `${ms.toFixed(0).padStart(7)} ms  ${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${name}`
-    const moduleOf = (n: ProfileNode) => (n.callFrame.url ? n.callFrame.url.replace(/^.*\//, '') : `(${n.callFrame.functionName || 'native'})`)
+    const origin = ({ callFrame: f }: ProfileNode) => {
+      const entry = f.url.endsWith('worker.js') ? (map.findEntry(f.lineNumber, f.columnNumber) as Partial<SourceMapping>) : undefined
+      return entry?.originalSource !== undefined && entry.originalLine !== undefined ? { file: entry.originalSource.replace(/^.*?\/(node_modules|edge|shared)\//, '$1/'), line: entry.originalLine + 1, name: (entry as { name?: string }).name ?? f.functionName } : undefined
+    }
+    const moduleOf = (n: ProfileNode) => origin(n)?.file ?? (n.callFrame.url ? n.callFrame.url.replace(/^.*\//, '') : `(${n.callFrame.functionName || 'native'})`)
+    const functionOf = (n: ProfileNode) => {
+      const at = origin(n)
+      return at ? `${at.name || '(anonymous)'} ${at.file}:${at.line}` : `${n.callFrame.functionName || '(anonymous)'} ${moduleOf(n)}`
+    }
     process.stdout.write([
       `${load.completed} predicts in ${durationS} s (${load.reqPerSec.toFixed(0)} req/s); profile ${totalMs.toFixed(0)} ms, written to ${out}`,
       'self time by function:',
-      ...selfTime(profile, (n) => `${n.callFrame.functionName || '(anonymous)'} ${moduleOf(n)}:${n.callFrame.lineNumber + 1}`).slice(0, 40).map(line),
+      ...selfTime(profile, functionOf).slice(0, 40).map(line),
       'self time by module:',
-      ...selfTime(profile, moduleOf).slice(0, 10).map(line),
+      ...selfTime(profile, moduleOf).slice(0, 25).map(line),
     ].join('\n') + '\n')
   } finally {
     await cleanUp()

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../../edge/app.ts'
 import { generateApiKey, hashApiKey } from '../../../edge/stores/keys/api-key.ts'
 import { MemoryKeyStore } from '../../../edge/stores/keys/memory.ts'
-import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import { HttpTransport, parseInferResponse } from '../../../edge/backend-client/http.ts'
 import { ModelCatalog } from '../../../edge/backend-client/catalog.ts'
 import { MemoryGroundTruth } from '../../../edge/stores/ground-truth/memory.ts'
 import { MemoryRolloutStore } from '../../../edge/stores/rollouts/memory.ts'
@@ -50,5 +50,21 @@ describe('the tensor route passes 64-bit integers on to the digit', () => {
     const text = await res.text()
     expect(text).toContain(`"data":[${BIG},${MOST_NEGATIVE},7]`)
     expect(text).toContain('"data":[0.25]')
+  })
+})
+
+describe('parseInferResponse', () => {
+  const exact = (text: string) => JSON.stringify(parseInferResponse(text))
+
+  it('keeps every integer beyond 2^53 to the digit, wherever JSON lets it stand', () => {
+    for (const [data, digits] of [[`[${BIG}]`, BIG], [`[ ${BIG} ]`, BIG], [`[1,\n${MOST_NEGATIVE}]`, MOST_NEGATIVE], [`[-0.5,${BIG},0.25]`, BIG]]) {
+      expect(exact(`{"outputs":[{"data":${data}}]}`)).toContain(digits)
+    }
+    expect(exact(`{"a":${BIG}}`)).toBe(`{"a":${BIG}}`)
+  })
+
+  it('parses fractions and exponents with many digits as JSON.parse does', () => {
+    const text = '{"outputs":[{"data":[0.12345678901234567,-0.9876543210987654,1.2345678901234567e-20,12345678901234567e2,123456789012345.5]}]}'
+    expect(parseInferResponse(text)).toEqual(JSON.parse(text))
   })
 })

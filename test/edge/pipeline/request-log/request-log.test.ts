@@ -69,3 +69,41 @@ describe('a client that goes away mid-body', () => {
     })
   }
 })
+
+describe('sampling plain successes', () => {
+  const appWith = (rate: string, draw: number) => {
+    const written: Array<Record<string, unknown>> = []
+    const sampled = new Hono<AppEnv>()
+    sampled.use('*', givenIsolate({}, { REQUEST_LOG_SAMPLE_RATE: rate }), requestId(), traceContext(), requestLog({ write: (line) => written.push(JSON.parse(line) as Record<string, unknown>), random: () => draw }))
+    sampled.post('/plain', (c) => c.json({ ok: true }))
+    sampled.post('/fixed', (c) => {
+      c.set('normalizedFixes', 1)
+      return c.json({ ok: true })
+    })
+    sampled.post('/degraded', (c) => {
+      c.set('featuresDegraded', true)
+      return c.json({ ok: true })
+    })
+    sampled.post('/refused', () => {
+      throw new Problem(429, 'Too Many Requests', 'slow down')
+    })
+    sampled.onError(onError)
+    const paths = async (...list: string[]) => {
+      for (const path of list) await sampled.request(path, { method: 'POST' })
+      return written.map((l) => l.path)
+    }
+    return paths
+  }
+
+  it('logs a plain success only when its draw falls under the rate, and by default 1 in 100', async () => {
+    expect(await appWith('0.25', 0.2)('/plain')).toEqual(['/plain'])
+    expect(await appWith('0.25', 0.3)('/plain')).toEqual([])
+    expect(await appWith('', 0.005)('/plain')).toEqual(['/plain'])
+    expect(await appWith('', 0.02)('/plain')).toEqual([])
+    expect(await appWith('1', 0.999)('/plain')).toEqual(['/plain'])
+  })
+
+  it('always logs refusals, fixed-up and degraded requests, even at rate 0', async () => {
+    expect(await appWith('0', 0)('/plain', '/fixed', '/degraded', '/refused')).toEqual(['/fixed', '/degraded', '/refused'])
+  })
+})
