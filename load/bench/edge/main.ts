@@ -8,6 +8,7 @@ import { INFER_PATH, MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, credit
 import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, type WorkerdRatio } from './workerd-pipeline.ts'
 import { formatInstructionsTable } from './instructions.ts'
 import { bundleWorker } from './bundle.ts'
+import { formatVersusPeer, measureVersusPeer, versusPeerSettings } from './versus-peer.ts'
 import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './instructions-run.ts'
 import { cleanUp, installSignalHandlers, interrupted, within } from '../../harness/processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from '../../harness/runtimes.ts'
@@ -24,7 +25,9 @@ import { positiveInt } from '../../harness/env.ts'
  * BENCH_WORKERD_BATCHES (30 calls of 500 requests per app in workerd), BENCH_NODES (Node binaries
  * to run the in-process and backend rows on, comma-separated; default the one running this),
  * BENCH_INSTRUCTIONS (0 skips the instructions-per-request section; default on when valgrind is on
- * PATH) with BENCH_INSTRUCTIONS_LOW/_HIGH/_WARMUP/_REPETITIONS (load/bench/edge/instructions-run.ts).
+ * PATH) with BENCH_INSTRUCTIONS_LOW/_HIGH/_WARMUP/_REPETITIONS (load/bench/edge/instructions-run.ts),
+ * BENCH_PEER_ROUNDS (3) and BENCH_PEER_DURATION_S (8) for the edge against the peer worker
+ * (load/bench/edge/versus-peer.ts, issue 34's edge targets).
  */
 
 interface Settings {
@@ -191,6 +194,9 @@ const main = async (): Promise<void> => {
       `Command: npm run bench:edge   (env BENCH_DURATION_S=${settings.durationS} BENCH_CONNECTIONS=${settings.connections} BENCH_WARMUP_S=${settings.warmupS} BENCH_ITERATIONS=${settings.iterations} BENCH_WORKERD_BATCHES=${settings.workerdBatches} BENCH_NODES=${runtimes.map((r) => r.bin).join(',')})`,
     ].join('\n')
     process.stdout.write(`\n${formatEdgeTable(pipeline, workerd, e2e)}\n\n${legend}\n`)
+    // Issue 34's targets: the edge against the minimal peer worker, both in workerd, with their duplicates.
+    const versus = await measureVersusPeer(versusPeerSettings(), { edge: bundle, peer: await bundleWorker('load/bench/edge/peer/worker.ts') }, progress)
+    process.stdout.write(`\n${formatVersusPeer(versus)}\n`)
     // Last, after every timed row: valgrind keeps the cores busy for minutes, and a count does not mind neighbours.
     if (!gate.run) {
       process.stdout.write(`\n${gate.reason}\n`)
@@ -199,6 +205,7 @@ const main = async (): Promise<void> => {
       const figure = await measureInstructions(process.execPath, instructionsSettings, progress)
       process.stdout.write(`\n${formatInstructionsTable(figure)}\n\n${instructionsLegend(process.version, instructionsSettings, figure)}\n`)
     }
+    process.stdout.write(`\nLoad average (1/5/15 min) at the start of the run ${load0.map((x) => x.toFixed(2)).join(' ')}, at its end ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`)
   } finally {
     await cleanUp()
   }
