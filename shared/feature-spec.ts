@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * The feature spec: the one description of a model's inputs that both tiers read. The backend

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * A model's feedback opt-in, declared in its config.json, served by the backend in model metadata

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * How a classifier's output becomes predictions: declared in the model's config.json, served by

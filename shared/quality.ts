@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * Classification quality from binned counts, the same arithmetic for realized quality (the edge's

@@ -1,4 +1,4 @@
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
+import type { LambdaClient } from '@aws-sdk/client-lambda'
 import { lambdaErrorResult, type LambdaInferEvent } from '../../shared/lambda.ts'
 import type { InferResponse } from '../../shared/protocol.ts'
 import { Problem } from '../problem.ts'
@@ -16,9 +16,16 @@ export interface LambdaTransportOptions {
   endpoint?: string
   /** SDK attempts per call (connection failures, throttling), all within the call's deadline. */
   maxAttempts?: number
-  /** Tests may hand in a client; otherwise one is built from the options above. */
+  /** Tests may hand in a client; otherwise one is built from the options above at the first call. */
   client?: LambdaClient
 }
+
+/**
+ * The AWS SDK is most of the Worker's bytes and only this tier uses it: it is imported at the
+ * first invocation, so isolates without `LAMBDA_FUNCTION` (and every isolate's startup) never
+ * evaluate it.
+ */
+const lambdaSdk = () => import('./lambda-sdk.ts')
 
 const isInferResponse = (value: unknown): value is InferResponse =>
   typeof value === 'object' && value !== null && Array.isArray((value as InferResponse).outputs)
@@ -46,19 +53,24 @@ interface ServiceError extends Error {
  */
 export class LambdaTransport implements Transport {
   readonly name = 'lambda'
-  private readonly client: LambdaClient
+  private client: Promise<LambdaClient> | undefined
   private readonly functionName: string
+  private readonly clientOptions: Omit<LambdaTransportOptions, 'functionName' | 'client'>
 
-  constructor({ functionName, region, credentials, endpoint, maxAttempts = 2, client }: LambdaTransportOptions) {
+  constructor({ functionName, client, ...clientOptions }: LambdaTransportOptions) {
     this.functionName = functionName
-    this.client =
-      client ??
-      new LambdaClient({
-        region,
-        credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
-        ...(endpoint ? { endpoint } : {}),
-        maxAttempts,
-      })
+    this.clientOptions = clientOptions
+    this.client = client && Promise.resolve(client)
+  }
+
+  private lambdaClient(): Promise<LambdaClient> {
+    const { region, credentials, endpoint, maxAttempts = 2 } = this.clientOptions
+    return (this.client ??= lambdaSdk().then(({ LambdaClient }) => new LambdaClient({
+      region,
+      credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
+      ...(endpoint ? { endpoint } : {}),
+      maxAttempts,
+    })))
   }
 
   infer(call: InferCall): Promise<InferResponse> {
@@ -74,7 +86,8 @@ export class LambdaTransport implements Transport {
     const timer = setTimeout(() => controller.abort(), leftMs)
     let output
     try {
-      output = await this.client.send(
+      const [client, { InvokeCommand }] = await Promise.all([this.lambdaClient(), lambdaSdk()])
+      output = await client.send(
         new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'RequestResponse', Payload: payload, ...clientContextOf(call) }),
         { abortSignal: controller.signal },
       )

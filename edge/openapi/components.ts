@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * The document's shared pieces that are not body schemas: response headers, parameters and the

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { rolloutSchema } from '../rollout/rollout.ts'
 import type { Answer, RouteSpec } from '../routes/route.ts'
 import { BODY_PROBLEMS, GUARD_PROBLEMS, HEADER_FIELDS, HEADERS, PARAMETERS, PROBLEM_HEADERS, PROBLEMS, type HeaderName, type Parameter, type ProblemStatus } from './components.ts'

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { BATCH_REASONS } from '../../shared/protocol.ts'
 import { DATATYPES } from '../../shared/datatypes.ts'
 import { controllerDriftReport } from '../../shared/drift/report.ts'

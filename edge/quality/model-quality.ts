@@ -1,5 +1,5 @@
 import { minuteOf } from '../../shared/drift/report.ts'
-import { z } from 'zod'
+import * as z from 'zod'
 import { qualityFigures, type QualityFigures } from '../../shared/quality.ts'
 import type { ModelCatalog } from '../backend-client/catalog.ts'
 import { Problem } from '../problem.ts'

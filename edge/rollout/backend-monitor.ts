@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { controllerDriftReport } from '../../shared/drift/report.ts'
 import { HEADERS } from '../../shared/headers.ts'
 import { backendError, tierRefusal } from '../backend-client/http.ts'

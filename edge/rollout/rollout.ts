@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { BUCKETS, stickyBucket } from '../../shared/sticky-hash.ts'
 import type { ModelDescription } from '../backend-client/catalog.ts'
 import { MAX_ARMS, bucketsOf, decodeLayout, ownersOf } from './bucket-layout.ts'

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { BUCKETS } from '../../shared/sticky-hash.ts'
 import { bucketsOf } from './bucket-layout.ts'
 import { shadowCalls, shadowPairs } from '../stores/tallies/shadow.ts'

@@ -1,5 +1,5 @@
 import type { Context } from 'hono'
-import { z } from 'zod'
+import * as z from 'zod'
 import { CONSOLE_FILES } from '../console/assets.generated.ts'
 import type { StageEnv } from '../pipeline/stage.ts'
 import { Problem } from '../problem.ts'

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { controllerConfigFrom } from '../rollout/controller-config.ts'
 import { RATE_LIMIT } from '../openapi/components.ts'
 import type { Responder } from '../pipeline/stage.ts'

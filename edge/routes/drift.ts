@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import type { QualityFigures } from '../../shared/quality.ts'
 import type { ModelCatalog } from '../backend-client/catalog.ts'
 import { RATE_LIMIT } from '../openapi/components.ts'

@@ -1,5 +1,5 @@
 import { minuteOf } from '../../shared/drift/report.ts'
-import { z } from 'zod'
+import * as z from 'zod'
 import { formatPath } from '../format.ts'
 import { RATE_LIMIT } from '../openapi/components.ts'
 import { keyName } from '../stores/keys/api-key.ts'

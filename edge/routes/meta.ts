@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { health } from '../openapi/schemas.ts'
 import type { RequestIdVariables } from '../pipeline/request-id/index.ts'
 import { answer, route } from './route.ts'

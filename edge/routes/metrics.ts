@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { within } from '../../shared/upstash-client.ts'
 import type { ModelCatalog } from '../backend-client/catalog.ts'
 import type { Transport } from '../backend-client/transport.ts'

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { qualityFigures } from '../quality.ts'
 
 export const MINUTE_MS = 60_000

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { unstable_readConfig } from 'wrangler'
 import { CONSOLE_FILES } from '../../edge/console/assets.generated.ts'
 import type { Bindings } from '../../edge/bindings.ts'
+import { BUNDLE_LIMIT_BYTES, bundleSize } from '../../load/bench/edge/startup.ts'
 
 const run = promisify(execFile)
 const ENVIRONMENTS = [['default', ''], ['staging', 'staging'], ['production', 'production']] as const
@@ -79,7 +80,7 @@ const dryRun = async (env: string) => {
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
     })
     const bundle = await readFile(join(outdir, 'worker.js'), 'utf8')
-    return { output: stdout + stderr, bundle }
+    return { output: stdout + stderr, bundle, size: await bundleSize(join(outdir, 'worker.js')) }
   } finally {
     await rm(outdir, { recursive: true, force: true })
   }
@@ -91,13 +92,15 @@ describe('wrangler.toml', () => {
   it.each([['default', '', 'http://127.0.0.1:8000'], ['staging', 'staging', 'https://backend.staging.edge-infer.dev'], ['production', 'production', 'https://backend.edge-infer.dev']])(
     'the %s environment validates and bundles with no warning, and names its backend',
     async (_name, env, backend) => {
-      const { output, bundle } = await dryRun(env)
+      const { output, bundle, size } = await dryRun(env)
       expect(output).toContain(`env.BACKEND_URL ("${backend}`)
       expect(output).toMatch(/env\.MAX_INSTANCES \("64"\)/)
       expect(output).not.toMatch(/WARNING|▲/)
       expect(bundle).toMatch(/scheduled/)
       // keep_names = false: no __name() wrapper around every function the worker creates per request.
       expect(bundle).not.toMatch(/__name\(/)
+      // Issue 34: every module the deploy uploads, together, stays under 1 MB.
+      expect(size.totalBytes).toBeLessThanOrEqual(BUNDLE_LIMIT_BYTES)
       // The operator console travels in the bundle (no [assets] directory to deploy beside it).
       expect(bundle).toContain(Object.keys(CONSOLE_FILES).find((name) => name.endsWith('.js')))
     },

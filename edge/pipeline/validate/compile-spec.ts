@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import type { Feature, FeatureSpec, FeatureValue } from '../../../shared/feature-spec.ts'
 import type { FieldError } from '../../problem.ts'
 import { CONTROL, MAX_STRING_LENGTH, compileAcceptor } from './acceptor.ts'

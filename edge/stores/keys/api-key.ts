@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * API keys: `ei_<environment>_<43 base64url characters>` (32 random bytes, 256 bits). The prefix

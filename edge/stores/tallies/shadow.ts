@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { REQUESTS, SHADOW_AGREEING, SHADOW_DIFF_BUCKET, SHADOW_DIFF_BUCKETS, SHADOW_DIFF_SUM, SHADOW_ROWS, type Tally, field, fieldParts } from './tally.ts'
 
 /** A shadow version's comparison with one served version, summed over every isolate's counts. */

@@ -9,6 +9,7 @@ import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, typ
 import { formatInstructionsTable } from './instructions.ts'
 import { bundleWorker } from './bundle.ts'
 import { formatVersusPeer, measureVersusPeer, versusPeerSettings } from './versus-peer.ts'
+import { formatStartup, measureStartup } from './startup.ts'
 import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './instructions-run.ts'
 import { cleanUp, installSignalHandlers, interrupted, within } from '../../harness/processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from '../../harness/runtimes.ts'
@@ -197,6 +198,8 @@ const main = async (): Promise<void> => {
     // Issue 34's targets: the edge against the minimal peer worker, both in workerd, with their duplicates.
     const versus = await measureVersusPeer(versusPeerSettings(), { edge: bundle, peer: await bundleWorker('load/bench/edge/peer/worker.ts') }, progress)
     process.stdout.write(`\n${formatVersusPeer(versus)}\n`)
+    progress('worker startup: each worker in fresh workerd processes, edge and floor in turn')
+    process.stdout.write(`\n${formatStartup(await measureStartup())}\n`)
     // Last, after every timed row: valgrind keeps the cores busy for minutes, and a count does not mind neighbours.
     if (!gate.run) {
       process.stdout.write(`\n${gate.reason}\n`)
