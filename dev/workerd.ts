@@ -17,15 +17,23 @@ export interface BundledWorkerOptions {
   inspectorPort?: number
   /** Each line the worker logs (console.*), with its level; unset, Miniflare prints them. */
   onLog?: (level: string, message: string) => void
+  /** `[[ratelimits]]` bindings by name, in place of wrangler.toml's (Miniflare simulates them in workerd). */
+  ratelimits?: Record<string, RateLimitConfig>
+}
+
+/** One `[[ratelimits]]` binding as wrangler.toml declares it. */
+export interface RateLimitConfig {
+  namespace_id: string
+  simple: { limit: number; period: 10 | 60 }
 }
 
 /**
  * Miniflare options that run a wrangler-built bundle in workerd the way a deploy runs it: the
  * compatibility date and flags come from wrangler.toml, never a copy. Miniflare 5 (the one
- * wrangler ships) takes a list of workers; `convertV4MiniflareOptions` builds it from the
+ * wrangler ships) takes a list of workers, and simulates the `[[ratelimits]]` bindings; `convertV4MiniflareOptions` builds it from the
  * single-worker form and keeps the dev registry off, so parallel test workers never find each other.
  */
-export const bundledWorkerOptions = async ({ bundle, bindings, onLog, ...shared }: BundledWorkerOptions): Promise<MiniflareOptions> => {
+export const bundledWorkerOptions = async ({ bundle, bindings, onLog, ratelimits, ...shared }: BundledWorkerOptions): Promise<MiniflareOptions> => {
   const config = unstable_readConfig({ config: WRANGLER_TOML })
   if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} names no compatibility_date`)
   return convertV4MiniflareOptions({
@@ -36,5 +44,6 @@ export const bundledWorkerOptions = async ({ bundle, bindings, onLog, ...shared 
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
     bindings,
+    ratelimits: ratelimits ?? Object.fromEntries((config.ratelimits as Array<RateLimitConfig & { name: string }>).map(({ name, namespace_id, simple }) => [name, { namespace_id, simple }])),
   })
 }

@@ -162,7 +162,20 @@ export const controllerBindings = z
   })
   .refine((c) => c.CONTROLLER_PSI_CRITICAL >= c.CONTROLLER_PSI_WARNING, { path: ['CONTROLLER_PSI_CRITICAL'], message: 'must be at least the warning threshold' })
 
-/** Every binding the edge reads. */
+/**
+ * A Cloudflare Rate Limiting binding (`[[ratelimits]]` in wrangler.toml): `limit` counts one call
+ * against `key` in this Cloudflare location and answers whether it is within the binding's own
+ * `simple = { limit, period }`, which the worker cannot read.
+ */
+export interface RateLimitBinding {
+  limit(options: { key: string }): Promise<{ success: boolean }>
+}
+
+/** `[[ratelimits]]` bindings a key's `rate_limit` may name: their names start with this. */
+export const RATE_LIMIT_BINDING_PREFIX = 'RATE_LIMIT_'
+export type RateLimitBindingName = `${typeof RATE_LIMIT_BINDING_PREFIX}${string}`
+
+/** Every binding the edge reads as text; `[[ratelimits]]` bindings are objects, found by name (edge/stores/limits/binding.ts). */
 export type Bindings = z.input<typeof servingBindings> & z.input<typeof secretBindings> & z.input<typeof controllerBindings>
 export type ServingSettings = z.output<typeof servingBindings>
 

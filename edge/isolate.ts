@@ -18,6 +18,7 @@ import { UpstashTally } from './stores/tallies/upstash.ts'
 import type { RateLimiter } from './stores/limits/limiter.ts'
 import { SlidingWindowLimiter } from './stores/limits/memory.ts'
 import { UpstashRateLimiter } from './stores/limits/upstash.ts'
+import { BindingRateLimiters } from './stores/limits/binding.ts'
 import { Reroutes } from './pipeline/route/reroutes.ts'
 import { type SchemaCache, createSchemaCache } from './pipeline/validate/compile-spec.ts'
 import { BackendMonitor } from './rollout/backend-monitor.ts'
@@ -55,6 +56,8 @@ export interface Isolate {
   drift?: BackendMonitor
   /** Redis when configured (shared by every isolate), else this isolate's own. */
   limiter: RateLimiter
+  /** The `[[ratelimits]]` bindings, for keys whose `rate_limit` names one. */
+  rateLimitBindings: BindingRateLimiters
   /** The `API_KEYS` secret, then keys issued into Redis when it is configured. */
   keys: KeyStore
   features: FeatureReader
@@ -164,6 +167,7 @@ export const createIsolate = (env: Bindings, { featureSeed = DEFAULT_FEATURE_SEE
     ...(drift ? { drift } : {}),
     ...(monitor ? { monitor } : {}),
     limiter: parts.limiter ?? (redis ? new UpstashRateLimiter({ redis }) : new SlidingWindowLimiter()),
+    rateLimitBindings: parts.rateLimitBindings ?? new BindingRateLimiters(env),
     keys: parts.keys ?? keysFrom(env, redis ? new UpstashKeyStore(redis, bounded) : undefined),
     features: parts.features ?? new CachedFeatureStore(store, { timeoutMs: settings.featureTimeoutMs }),
     requestMetrics,

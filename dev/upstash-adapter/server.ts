@@ -29,8 +29,11 @@ export interface UpstashAdapter {
   /** `http://host:port`, the Upstash REST URL to give clients. */
   url: string
   token: string
-  /** Commands sent to Redis and not yet answered; whether a Redis connection is open. */
-  stats(): { pending: number; connected: boolean }
+  /**
+   * Commands sent to Redis and not yet answered; whether a Redis connection is open; requests
+   * received (each a client's round trip) and the commands they carried, by name, since the start.
+   */
+  stats(): { pending: number; connected: boolean; requests: number; commands: Readonly<Record<string, number>> }
   close(): Promise<void>
 }
 
@@ -76,6 +79,15 @@ export const startUpstashAdapter = async ({
   }
 
   const scripts = new ScriptTranslator()
+  let requests = 0
+  const commandCounts: Record<string, number> = {}
+  const counted = (received: RespArg[][]): RespArg[][] => {
+    for (const [name] of received) {
+      const key = String(name).toUpperCase()
+      commandCounts[key] = (commandCounts[key] ?? 0) + 1
+    }
+    return received
+  }
 
   /** Sends commands (refused ones answer without reaching Redis); answers in order. */
   const run = async (received: RespArg[][], base64: boolean): Promise<UpstashAnswer[]> => {
@@ -92,6 +104,7 @@ export const startUpstashAdapter = async ({
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (!authorized(req.headers.authorization)) return send(res, 401, { error: 'Unauthorized' })
+    requests++
     const path = (req.url ?? '/').split('?')[0]!
     const method = req.method ?? 'GET'
     const base64 = String(req.headers['upstash-encoding'] ?? '').toLowerCase() === 'base64'
@@ -101,10 +114,10 @@ export const startUpstashAdapter = async ({
     }
     const body = await readBody(req, maxBodyBytes)
 
-    if (path === '/pipeline') return send(res, 200, await run(parseCommands(parseJson(body)), base64))
+    if (path === '/pipeline') return send(res, 200, await run(counted(parseCommands(parseJson(body))), base64))
 
     if (path === '/multi-exec') {
-      const commands = parseCommands(parseJson(body))
+      const commands = counted(parseCommands(parseJson(body)))
       const refused = commands.map(refusal).find((why) => why !== undefined)
       if (refused !== undefined) return send(res, 400, { error: refused })
       // One write: nothing from another request can land between MULTI and EXEC.
@@ -113,7 +126,7 @@ export const startUpstashAdapter = async ({
     }
 
     const command = path === '/' ? parseCommand(parseJson(body)) : parsePathCommand(path, body)
-    const [answer] = await run([command], base64)
+    const [answer] = await run(counted([command]), base64)
     return send(res, 'error' in answer! ? 400 : 200, answer!)
   }
 
@@ -131,7 +144,7 @@ export const startUpstashAdapter = async ({
   return {
     url,
     token,
-    stats: () => ({ pending: client?.pending ?? 0, connected: client !== undefined && !client.closed }),
+    stats: () => ({ pending: client?.pending ?? 0, connected: client !== undefined && !client.closed, requests, commands: { ...commandCounts } }),
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeAllConnections()

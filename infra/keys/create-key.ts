@@ -2,12 +2,12 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from '@upstash/redis'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
-import { type KeyEntry, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema } from '../../edge/stores/keys/api-key.ts'
+import { EXACT_RATE_LIMIT, type KeyEntry, type KeyRateLimit, SCOPES, type Scope, generateApiKey, hashApiKey, keyEntrySchema, rateLimitOf } from '../../edge/stores/keys/api-key.ts'
 import { KeyConfigError, parseApiKeys } from '../../edge/stores/keys/key-store.ts'
 import { LOCAL_KEYS_FILE, addLocalKey } from '../../dev/local-keys.ts'
 
 /**
- * `npm run keys:create -- --name web --scopes predict[,admin] [--tenant shop] [--rate 600] [--env live] [--json] [--redis]`
+ * `npm run keys:create -- --name web --scopes predict[,admin] [--tenant shop] [--rate 600 | --rate-limit RATE_LIMIT_FREE] [--env live] [--json] [--redis]`
  *
  * Creates an API key: prints the key once (it is stored nowhere) and the entry to add to the
  * `API_KEYS` secret, which holds only the key's SHA-256 hash. With `--redis` the entry is written
@@ -16,12 +16,15 @@ import { LOCAL_KEYS_FILE, addLocalKey } from '../../dev/local-keys.ts'
  * With `--local` the key and its entry are added to the local stack's keys file, which `npm start`
  * gives its edge on the next start.
  */
-export const CREATE_KEY_USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute>] [--env <tag>] [--json] [--redis | --local]
+export const CREATE_KEY_USAGE = `usage: npm run keys:create -- --name <name> --scopes <scope>[,<scope>] [--tenant <tenant>] [--rate <per-minute> | --rate-limit <binding>] [--env <tag>] [--json] [--redis | --local]
 
   --name    who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)
   --scopes  comma-separated: ${SCOPES.join(', ')}
   --tenant  whose predictions the key's are: keys of one tenant label each other's (default: the name)
-  --rate    requests per minute for this key (default 600)
+  --rate    requests per minute for this key, counted exactly (default 600)
+  --rate-limit  which limiter serves the key: exact (default: --rate, over a sliding minute, shared through Redis)
+            or the name of a [[ratelimits]] binding in wrangler.toml (RATE_LIMIT_...): its limit and period,
+            per Cloudflare location, no Redis round trip; --rate cannot be given with a binding
   --env     environment tag in the key's prefix, e.g. live, test, local (default live)
   --json    print one JSON object {"key", "entry"} instead of labelled text
   --redis   store the entry in Redis (hash "${API_KEYS_HASH}") at UPSTASH_REDIS_REST_URL with UPSTASH_REDIS_REST_TOKEN;
@@ -34,7 +37,8 @@ export interface CreateKeyArgs {
   name: string
   tenant?: string
   scopes: Scope[]
-  rate: number
+  /** Requests per minute, counted exactly; or the `[[ratelimits]]` binding that limits the key instead. */
+  limit: KeyRateLimit
   env: string
   json: boolean
   redis: boolean
@@ -51,6 +55,7 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
         scopes: { type: 'string' },
         tenant: { type: 'string' },
         rate: { type: 'string' },
+        'rate-limit': { type: 'string' },
         env: { type: 'string' },
         json: { type: 'boolean' },
         redis: { type: 'boolean' },
@@ -72,7 +77,8 @@ const parse = (argv: string[]): CreateKeyArgs | 'help' => {
     if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`)
     seen.add(token.name)
   }
-  return createKeyArgs(values)
+  const { 'rate-limit': rateLimit, ...rest } = values
+  return createKeyArgs({ ...rest, ...(rateLimit === undefined ? {} : { rateLimit }) })
 }
 
 /** The flags, parsed by node:util here or by commander in `edge-infer keys create`, before they are checked. */
@@ -81,6 +87,7 @@ export interface CreateKeyFlags {
   scopes?: string
   tenant?: string
   rate?: string
+  rateLimit?: string
   env?: string
   json?: boolean
   redis?: boolean
@@ -98,19 +105,25 @@ export const createKeyArgs = (values: CreateKeyFlags): CreateKeyArgs => {
   }
   if (new Set(scopes).size !== scopes.length) throw new UsageError('--scopes repeats a scope')
 
+  const binding = values.rateLimit !== undefined && values.rateLimit !== EXACT_RATE_LIMIT
+  if (binding && values.rate !== undefined) throw new UsageError(`--rate cannot be given with --rate-limit ${values.rateLimit}: a binding's limit and period are its simple = { limit, period } in wrangler.toml`)
   const rateText = values.rate ?? '600'
-  if (!/^[1-9][0-9]*$/.test(rateText)) throw new UsageError(`--rate must be a positive whole number of requests per minute, got "${rateText}"`)
+  if (!binding && !/^[1-9][0-9]*$/.test(rateText)) throw new UsageError(`--rate must be a positive whole number of requests per minute, got "${rateText}"`)
   const env = values.env ?? 'live'
   if (!/^[a-z0-9]{1,16}$/.test(env)) throw new UsageError(`--env must be 1-16 lowercase letters or digits, got "${env}"`)
 
-  const entry = keyEntrySchema.safeParse({ name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), hash: '0'.repeat(64), scopes, rate_limit_per_minute: Number(rateText) })
+  const entry = keyEntrySchema.safeParse({ name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), hash: '0'.repeat(64), scopes, ...limitFields(binding ? values.rateLimit! : Number(rateText)) })
   if (!entry.success) {
     const issue = entry.error.issues[0]!
-    const flag = { name: '--name', tenant: '--tenant', scopes: '--scopes', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
+    const flag = { name: '--name', tenant: '--tenant', scopes: '--scopes', rate_limit: '--rate-limit', rate_limit_per_minute: '--rate' }[String(issue.path[0])] ?? String(issue.path[0])
     throw new UsageError(`${flag} ${issue.message}`)
   }
-  return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], rate: Number(rateText), env, json: values.json ?? false, redis: values.redis ?? false, local: values.local ?? false }
+  return { name: values.name, ...(values.tenant === undefined ? {} : { tenant: values.tenant }), scopes: scopes as Scope[], limit: rateLimitOf(entry.data), env, json: values.json ?? false, redis: values.redis ?? false, local: values.local ?? false }
 }
+
+/** The entry's fields for a limit: requests per minute (the default mode, left unsaid), or a binding's name. */
+const limitFields = (limit: number | string): { rate_limit_per_minute: number } | { rate_limit: string } =>
+  typeof limit === 'number' ? { rate_limit_per_minute: limit } : { rate_limit: limit }
 
 export const redisFromEnv = (): Redis | undefined => {
   const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = process.env
@@ -146,7 +159,7 @@ export const createKey = async (args: CreateKeyArgs): Promise<number> => {
     return 2
   }
   const key = generateApiKey(args.env)
-  const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, ...(args.tenant === undefined ? {} : { tenant: args.tenant }), hash: await hashApiKey(key), scopes: args.scopes, rate_limit_per_minute: args.rate })
+  const entry: KeyEntry = keyEntrySchema.parse({ name: args.name, ...(args.tenant === undefined ? {} : { tenant: args.tenant }), hash: await hashApiKey(key), scopes: args.scopes, ...limitFields(args.limit.binding ?? args.limit.perMinute) })
   if (redis) await redis.hset(API_KEYS_HASH, { [entry.hash]: JSON.stringify(entry) })
   if (args.local) {
     try {

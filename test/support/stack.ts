@@ -2,6 +2,7 @@ import { generateApiKey, hashApiKey } from '../../edge/stores/keys/api-key.ts'
 import { startBackend, type BackendProcess } from '../backend/support/backend-process.ts'
 import { startUpstashRedis, type UpstashRedis } from '../dev/support/upstash-redis.ts'
 import { startWorker, type RunningWorker } from '../edge/support/workerd.ts'
+import type { RateLimitConfig } from '../../dev/workerd.ts'
 
 /**
  * The real parts, brought up the one way the suites need them: a throwaway redis-server behind
@@ -15,8 +16,10 @@ export interface StackKey {
   name: string
   scopes: string[]
   tenant?: string
-  /** Default 100,000: a suite's own traffic never meets the limiter unless it asks to. */
+  /** Default 100,000 (unless `rate_limit` names a binding): a suite's own traffic never meets the limiter unless it asks to. */
   rate_limit_per_minute?: number
+  /** A `[[ratelimits]]` binding that limits the key instead (see `StackOptions.ratelimits`). */
+  rate_limit?: string
 }
 
 export interface RedisOptions {
@@ -42,6 +45,8 @@ export interface StackOptions {
   between?: (backendUrl: string) => Promise<{ url: string; close(): Promise<unknown> }>
   /** Default: `web` with the predict scope and `ops` with the admin scope. */
   keys?: StackKey[]
+  /** The worker's `[[ratelimits]]` bindings (simulated by Miniflare) in place of wrangler.toml's. */
+  ratelimits?: Record<string, RateLimitConfig>
 }
 
 export interface Stack {
@@ -74,7 +79,7 @@ const upstashEnv = (upstash: UpstashRedis, token: string) => ({ UPSTASH_REDIS_RE
 
 export function startStack(options: StackOptions & { redis: RedisOptions }): Promise<Stack & { upstash: UpstashRedis }>
 export function startStack(options?: StackOptions): Promise<Stack>
-export async function startStack({ redis, backend: backendEnv = {}, worker: bindings = {}, between, keys = DEFAULT_KEYS }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ redis, backend: backendEnv = {}, worker: bindings = {}, between, keys = DEFAULT_KEYS, ratelimits }: StackOptions = {}): Promise<Stack> {
   const stops: Array<() => Promise<unknown>> = []
   const stop = async () => {
     for (const stopPart of stops.splice(0).reverse()) await stopPart()
@@ -88,12 +93,12 @@ export async function startStack({ redis, backend: backendEnv = {}, worker: bind
     stops.push(() => backend.stop())
 
     const generated = Object.fromEntries(keys.map((k) => [k.name, generateApiKey('test')]))
-    const apiKeys = JSON.stringify(await Promise.all(keys.map(async ({ rate_limit_per_minute = 100_000, ...k }) => ({ ...k, hash: await hashApiKey(generated[k.name]!), rate_limit_per_minute }))))
+    const apiKeys = JSON.stringify(await Promise.all(keys.map(async ({ rate_limit_per_minute = 100_000, ...k }) => ({ ...k, hash: await hashApiKey(generated[k.name]!), ...(k.rate_limit === undefined ? { rate_limit_per_minute } : {}) }))))
     let worker: RunningWorker | undefined
     if (bindings !== false) {
       const hop = between ? await between(backend.url) : undefined
       if (hop) stops.push(() => hop.close())
-      const started = await startWorker({ BACKEND_URL: hop?.url ?? backend.url, API_KEYS: apiKeys, ...redisFor('worker'), ...bindings })
+      const started = await startWorker({ BACKEND_URL: hop?.url ?? backend.url, API_KEYS: apiKeys, ...redisFor('worker'), ...bindings }, ratelimits && { ratelimits })
       stops.push(() => started.dispose())
       worker = started
     }

@@ -1,7 +1,7 @@
 import { Command } from 'commander'
 import { createKey, createKeyArgs, redisFromEnv } from '../../infra/keys/create-key.ts'
 import { API_KEYS_HASH } from '../../edge/stores/keys/upstash.ts'
-import { type KeyEntry, SCOPES, keyEntrySchema } from '../../edge/stores/keys/api-key.ts'
+import { type KeyEntry, SCOPES, keyEntrySchema, rateLimitOf } from '../../edge/stores/keys/api-key.ts'
 import { LOCAL_KEYS_FILE, readLocalKeys, writeLocalKeys } from '../../dev/local-keys.ts'
 
 /**
@@ -25,8 +25,14 @@ const redisEntries = async (command: Command): Promise<{ redis: NonNullable<Retu
   return { redis, entries }
 }
 
+/** The key's limit: its exact requests per minute, or the `[[ratelimits]]` binding that limits it. */
+const rateText = (entry: KeyEntry): string => {
+  const limit = rateLimitOf(entry)
+  return limit.binding ?? `${limit.perMinute}/min`
+}
+
 const line = (entry: KeyEntry): string =>
-  [entry.name.padEnd(20), entry.scopes.join(',').padEnd(24), `${entry.rate_limit_per_minute}/min`.padEnd(12), `tenant ${entry.tenant ?? entry.name}`.padEnd(24), `sha256 ${entry.hash.slice(0, 12)}…`].join(' ')
+  [entry.name.padEnd(20), entry.scopes.join(',').padEnd(24), rateText(entry).padEnd(12), `tenant ${entry.tenant ?? entry.name}`.padEnd(24), `sha256 ${entry.hash.slice(0, 12)}…`].join(' ')
 
 const create = (): Command => new Command('create')
   .description('create an API key: print it once and the entry the edge needs (API_KEYS secret, --redis or --local)')
@@ -34,7 +40,8 @@ const create = (): Command => new Command('create')
   .option('--name <name>', 'required: who the key is for, e.g. web, ios (letters, digits, ".", "_", "-"; at most 64)')
   .option('--scopes <scopes>', `required: comma-separated ${SCOPES.join(', ')}`)
   .option('--tenant <tenant>', "whose predictions the key's are (default: the name)")
-  .option('--rate <per-minute>', 'requests per minute for this key (default 600)')
+  .option('--rate <per-minute>', 'requests per minute for this key, counted exactly (default 600)')
+  .option('--rate-limit <binding>', 'exact (default: --rate), or the name of a [[ratelimits]] binding in wrangler.toml (RATE_LIMIT_...) whose limit and period serve the key, per Cloudflare location, with no Redis round trip')
   .option('--env <tag>', "environment tag in the key's prefix, e.g. live, test, local (default live)")
   .option('--json', 'print one JSON object {"key", "entry"} instead of labelled text')
   .option('--redis', `store the entry in ${REDIS_HELP}`)

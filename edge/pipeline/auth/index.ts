@@ -1,18 +1,22 @@
 import type { Context } from 'hono'
-import { type Scope, hashApiKey, isApiKey } from '../../stores/keys/api-key.ts'
+import { type Scope, hashApiKey, isApiKey, rateLimitOf } from '../../stores/keys/api-key.ts'
+import type { RateLimitBindingName } from '../../bindings.ts'
 import { Problem } from '../../problem.ts'
 import type { Stage } from '../stage.ts'
 import type { KeyStore } from '../../stores/keys/key-store.ts'
 
 /** An authenticated caller, as the auth middleware resolved it (never the key itself). */
-export interface Caller {
+export type Caller = {
   name: string
   /** The key's tenant (its name unless the entry names one): predictions and their labels belong to it. */
   tenant: string
   scopes: string[]
-  /** Requests per minute this key may make. */
-  rateLimitPerMinute: number
-}
+} & (
+  /** Requests per minute this key may make, counted exactly. */
+  | { rateLimitPerMinute: number; rateLimitBinding?: undefined }
+  /** The `[[ratelimits]]` binding that limits this key instead (its limit and period are the binding's). */
+  | { rateLimitBinding: RateLimitBindingName; rateLimitPerMinute?: undefined }
+)
 
 export interface AuthVariables {
   caller: Caller
@@ -84,7 +88,9 @@ export const auth = ({ scope = 'predict', realm = 'edge-infer' }: AuthOptions = 
         headers: { 'www-authenticate': `${challenge}, error="insufficient_scope", scope="${scope}"` },
       })
     }
-    c.set('caller', { name: entry.name, tenant: entry.tenant ?? entry.name, scopes: [...entry.scopes], rateLimitPerMinute: entry.rate_limit_per_minute })
+    const limit = rateLimitOf(entry)
+    const identity = { name: entry.name, tenant: entry.tenant ?? entry.name, scopes: [...entry.scopes] }
+    c.set('caller', limit.binding === undefined ? { ...identity, rateLimitPerMinute: limit.perMinute } : { ...identity, rateLimitBinding: limit.binding })
     await next()
   }
 }

@@ -1,4 +1,5 @@
 import * as z from 'zod'
+import { RATE_LIMIT_BINDING_PREFIX, type RateLimitBindingName } from '../../bindings.ts'
 
 /**
  * API keys: `ei_<environment>_<43 base64url characters>` (32 random bytes, 256 bits). The prefix
@@ -82,19 +83,48 @@ export const timingSafeEqual = (a: Uint8Array, b: Uint8Array): boolean => {
 /** A key's name, and a tenant's. */
 export const keyName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
 
+/** The default `rate_limit`: the key's own `rate_limit_per_minute`, exact over a sliding minute (Redis when configured). */
+export const EXACT_RATE_LIMIT = 'exact'
+
+const RATE_LIMIT_BINDING = new RegExp(`^${RATE_LIMIT_BINDING_PREFIX}[A-Z0-9_]{1,58}$`)
+const isBindingName = (value: string): value is RateLimitBindingName => RATE_LIMIT_BINDING.test(value)
+
 /** One stored key: who it is, what it may do, how fast. The key itself is never stored. */
-export const keyEntrySchema = z.strictObject({
-  name: keyName,
-  /** Whose predictions the key's requests are: keys of one tenant label each other's predictions. Default: the key's name. */
-  tenant: keyName.optional(),
-  hash: z.string().regex(SHA256_HEX, 'must be the 64-character lowercase SHA-256 hex digest printed by `npm run keys:create`, never the key itself'),
-  scopes: z
-    .array(z.enum(SCOPES))
-    .min(1, 'must list at least one scope')
-    .refine((scopes) => new Set(scopes).size === scopes.length, 'must not repeat a scope'),
-  rate_limit_per_minute: z.number().int('must be a whole number').positive('must be at least 1').max(1_000_000, 'must be at most 1000000'),
-})
+export const keyEntrySchema = z
+  .strictObject({
+    name: keyName,
+    /** Whose predictions the key's requests are: keys of one tenant label each other's predictions. Default: the key's name. */
+    tenant: keyName.optional(),
+    hash: z.string().regex(SHA256_HEX, 'must be the 64-character lowercase SHA-256 hex digest printed by `npm run keys:create`, never the key itself'),
+    scopes: z
+      .array(z.enum(SCOPES))
+      .min(1, 'must list at least one scope')
+      .refine((scopes) => new Set(scopes).size === scopes.length, 'must not repeat a scope'),
+    /** Which limiter serves the key: `exact` (default) or the name of a `[[ratelimits]]` binding. */
+    rate_limit: z
+      .string()
+      .refine((mode) => mode === EXACT_RATE_LIMIT || isBindingName(mode), `must be "${EXACT_RATE_LIMIT}" or the name of a [[ratelimits]] binding in wrangler.toml, which starts with ${RATE_LIMIT_BINDING_PREFIX} (uppercase letters, digits, "_")`)
+      .optional(),
+    rate_limit_per_minute: z.number().int('must be a whole number').positive('must be at least 1').max(1_000_000, 'must be at most 1000000').optional(),
+  })
+  .superRefine((entry, ctx) => {
+    const binding = entry.rate_limit !== undefined && entry.rate_limit !== EXACT_RATE_LIMIT
+    // A binding's limit and period are its `simple` block in wrangler.toml; a per-key figure beside it would be silently ignored.
+    if (binding && entry.rate_limit_per_minute !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['rate_limit_per_minute'], message: `cannot apply to a key limited by the ${entry.rate_limit} binding: its limit and period are that binding's simple = { limit, period } in wrangler.toml; drop rate_limit_per_minute, or set rate_limit to "${EXACT_RATE_LIMIT}"` })
+    }
+    if (!binding && entry.rate_limit_per_minute === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['rate_limit_per_minute'], message: `is required when rate_limit is "${EXACT_RATE_LIMIT}" (the default)` })
+    }
+  })
 export type KeyEntry = z.infer<typeof keyEntrySchema>
+
+/** How a key is limited: exactly, at its own requests per minute, or by a `[[ratelimits]]` binding. */
+export type KeyRateLimit = { perMinute: number; binding?: undefined } | { binding: RateLimitBindingName; perMinute?: undefined }
+
+/** The limit of a validated entry. */
+export const rateLimitOf = (entry: KeyEntry): KeyRateLimit =>
+  entry.rate_limit !== undefined && isBindingName(entry.rate_limit) ? { binding: entry.rate_limit } : { perMinute: entry.rate_limit_per_minute! }
 
 /** The `API_KEYS` secret: a JSON array of entries with unique names and unique hashes. */
 export const apiKeysSchema = z.array(keyEntrySchema).superRefine((entries, ctx) => {

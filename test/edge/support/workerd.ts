@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Miniflare } from 'miniflare'
-import { bundledWorkerOptions } from '../../../dev/workerd.ts'
+import { type RateLimitConfig, bundledWorkerOptions } from '../../../dev/workerd.ts'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const run = promisify(execFile)
@@ -20,9 +20,10 @@ export interface RunningWorker {
 
 /**
  * Bundles the worker exactly as a deploy would (`wrangler deploy --dry-run`, workerd conditions)
- * and runs the bundle in real workerd through Miniflare, with the given vars and secrets.
+ * and runs the bundle in real workerd through Miniflare, with the given vars and secrets, and
+ * `ratelimits` in place of wrangler.toml's `[[ratelimits]]` bindings when given.
  */
-export const startWorker = async (bindings: Record<string, string>): Promise<RunningWorker> => {
+export const startWorker = async (bindings: Record<string, string>, { ratelimits }: { ratelimits?: Record<string, RateLimitConfig> } = {}): Promise<RunningWorker> => {
   const outdir = await mkdtemp(join(tmpdir(), 'edge-bundle-'))
   await run(process.execPath, [join(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'deploy', '--dry-run', '--outdir', outdir], {
     cwd: ROOT,
@@ -32,6 +33,7 @@ export const startWorker = async (bindings: Record<string, string>): Promise<Run
   const mf = new Miniflare(await bundledWorkerOptions({
     bundle: join(outdir, 'worker.js'),
     bindings,
+    ...(ratelimits && { ratelimits }),
     onLog: (_level, message) => logs.push(...message.split('\n').filter(Boolean)),
   }))
   const url = (await mf.ready).toString().replace(/\/$/, '')

@@ -58,6 +58,18 @@ describe('keys:create', () => {
     expect(await res.json()).toMatchObject({ name: 'shop-labels', tenant: 'shop' })
   })
 
+  it('puts a [[ratelimits]] binding named by --rate-limit in the entry instead of a rate, and the caller carries it', async () => {
+    const { code, stdout } = await createKey('--name', 'trial', '--scopes', 'predict', '--rate-limit', 'RATE_LIMIT_FREE', '--json')
+    expect(code).toBe(0)
+    const { key, entry } = JSON.parse(stdout) as { key: string; entry: unknown }
+    expect(entry).toEqual({ name: 'trial', hash: await hashApiKey(key), scopes: ['predict'], rate_limit: 'RATE_LIMIT_FREE' })
+    const app = new Hono<AppEnv>()
+    app.use('*', isolate({ isolateFor: isolateCache() }), auth({ scope: 'predict' }))
+    app.get('/', (c) => c.json(c.get('caller')))
+    const res = await app.request('/', { headers: { 'x-api-key': key } }, { API_KEYS: JSON.stringify([entry]) })
+    expect(await res.json()).toEqual({ name: 'trial', tenant: 'trial', scopes: ['predict'], rateLimitBinding: 'RATE_LIMIT_FREE' })
+  })
+
   it('refuses bad arguments with a helpful message and exit code 2', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['--scopes', 'predict'], /--name is required/],
@@ -67,6 +79,8 @@ describe('keys:create', () => {
       [['--name', 'web', '--tenant', 'a:b', '--scopes', 'predict'], /--tenant must be 1-64 letters/],
       [['--name', 'web', '--name', 'ios', '--scopes', 'predict'], /--name is given more than once/],
       [['--name', 'web', '--scopes', 'predict', '--verbose'], /Unknown option '--verbose'/],
+      [['--name', 'web', '--scopes', 'predict', '--rate', '60', '--rate-limit', 'RATE_LIMIT_FREE'], /--rate cannot be given with --rate-limit RATE_LIMIT_FREE: a binding's limit and period are its simple/],
+      [['--name', 'web', '--scopes', 'predict', '--rate-limit', 'free'], /--rate-limit must be "exact" or the name of a \[\[ratelimits\]\] binding in wrangler.toml, which starts with RATE_LIMIT_/],
     ]
     // Each case is a Node process with tsx: a handful, two at a time, keeps this quick on 2 cores.
     const results = []

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  apiKeysSchema, bytesToHex, digestApiKey, digestFromHex, generateApiKey, hashApiKey, isApiKey, keyEntrySchema, timingSafeEqual,
+  apiKeysSchema, bytesToHex, rateLimitOf, digestApiKey, digestFromHex, generateApiKey, hashApiKey, isApiKey, keyEntrySchema, timingSafeEqual,
 } from '../../../../edge/stores/keys/api-key.ts'
 
 const entry = { name: 'web', hash: 'a'.repeat(64), scopes: ['predict'], rate_limit_per_minute: 600 }
@@ -81,6 +81,22 @@ describe('stored entries', () => {
       { ...entry, key: 'extra field' },
     ]) {
       expect(keyEntrySchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false)
+    }
+  })
+
+  it('names the limiter that serves a key: exact at its own rate by default, or a [[ratelimits]] binding instead of a rate', () => {
+    expect(rateLimitOf(keyEntrySchema.parse(entry))).toEqual({ perMinute: 600 })
+    expect(rateLimitOf(keyEntrySchema.parse({ ...entry, rate_limit: 'exact' }))).toEqual({ perMinute: 600 })
+    const { rate_limit_per_minute: _, ...unrated } = entry
+    expect(rateLimitOf(keyEntrySchema.parse({ ...unrated, rate_limit: 'RATE_LIMIT_FREE' }))).toEqual({ binding: 'RATE_LIMIT_FREE' })
+    const issues = (value: unknown) => keyEntrySchema.safeParse(value).error?.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+    expect(issues({ ...entry, rate_limit: 'RATE_LIMIT_FREE' })).toEqual([
+      'rate_limit_per_minute: cannot apply to a key limited by the RATE_LIMIT_FREE binding: its limit and period are that binding\'s simple = { limit, period } in wrangler.toml; drop rate_limit_per_minute, or set rate_limit to "exact"',
+    ])
+    expect(issues(unrated)).toEqual(['rate_limit_per_minute: is required when rate_limit is "exact" (the default)'])
+    expect(issues({ ...unrated, rate_limit: 'exact' })).toEqual(['rate_limit_per_minute: is required when rate_limit is "exact" (the default)'])
+    for (const name of ['free', 'RATE_LIMIT_', 'RATE_LIMIT_free', 'MY_LIMITER', 'RATE_LIMIT_A-B']) {
+      expect(issues({ ...unrated, rate_limit: name })?.[0], name).toMatch(/^rate_limit: must be "exact" or the name of a \[\[ratelimits\]\] binding/)
     }
   })
 
