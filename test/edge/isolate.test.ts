@@ -18,14 +18,16 @@ const upstash = { UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_RE
 
 describe('settingsFrom', () => {
   it('reads each setting as a positive number, else its default', () => {
-    expect(settingsFrom({})).toEqual({ maxBodyBytes: 262_144, maxInstances: 64, allowedOrigins: [], featureTimeoutMs: 25, redisTimeoutMs: 200, metricsScrapeMs: 3_000, feedbackModels: new Set(), feedbackTtlSeconds: 2_592_000, predictionCache: { maxEntries: 10_000, maxEntryBytes: 4_096 } })
-    expect(settingsFrom({ MAX_BODY_BYTES: '1024', MAX_INSTANCES: ' 8 ', FEATURE_TIMEOUT_MS: ' 7.5 ', REDIS_TIMEOUT_MS: '40', METRICS_SCRAPE_TIMEOUT_MS: '1500', ALLOWED_ORIGINS: ' https://a.example , ,https://b.example', FEEDBACK_MODELS: ' credit-risk, ,fraud', FEEDBACK_TTL_SECONDS: '3600', PREDICTION_CACHE_MAX_ENTRIES: '50', PREDICTION_CACHE_MAX_ENTRY_BYTES: '512' })).toEqual({
-      maxBodyBytes: 1024, maxInstances: 8, allowedOrigins: ['https://a.example', 'https://b.example'], featureTimeoutMs: 7.5, redisTimeoutMs: 40, metricsScrapeMs: 1_500, feedbackModels: new Set(['credit-risk', 'fraud']), feedbackTtlSeconds: 3_600, predictionCache: { maxEntries: 50, maxEntryBytes: 512 },
+    expect(settingsFrom({})).toEqual({ maxBodyBytes: 262_144, maxInstances: 64, allowedOrigins: [], featureTimeoutMs: 25, redisTimeoutMs: 200, metricsScrapeMs: 3_000, feedbackModels: new Set(), feedbackTtlSeconds: 2_592_000, predictionCache: { maxEntries: 10_000, maxEntryBytes: 4_096 }, requestLogSampleRate: 0.01 })
+    expect(settingsFrom({ MAX_BODY_BYTES: '1024', MAX_INSTANCES: ' 8 ', FEATURE_TIMEOUT_MS: ' 7.5 ', REDIS_TIMEOUT_MS: '40', METRICS_SCRAPE_TIMEOUT_MS: '1500', ALLOWED_ORIGINS: ' https://a.example , ,https://b.example', FEEDBACK_MODELS: ' credit-risk, ,fraud', FEEDBACK_TTL_SECONDS: '3600', PREDICTION_CACHE_MAX_ENTRIES: '50', PREDICTION_CACHE_MAX_ENTRY_BYTES: '512', REQUEST_LOG_SAMPLE_RATE: '0' })).toEqual({
+      maxBodyBytes: 1024, maxInstances: 8, allowedOrigins: ['https://a.example', 'https://b.example'], featureTimeoutMs: 7.5, redisTimeoutMs: 40, metricsScrapeMs: 1_500, feedbackModels: new Set(['credit-risk', 'fraud']), feedbackTtlSeconds: 3_600, predictionCache: { maxEntries: 50, maxEntryBytes: 512 }, requestLogSampleRate: 0,
     })
     expect(settingsFrom({ FEEDBACK_MODELS: ' * ' }).feedbackModels).toBe('all')
     for (const bad of ['', '0', '-5', 'abc', 'Infinity']) {
       expect(settingsFrom({ MAX_BODY_BYTES: bad, MAX_INSTANCES: bad, FEATURE_TIMEOUT_MS: bad, REDIS_TIMEOUT_MS: bad, METRICS_SCRAPE_TIMEOUT_MS: bad }), bad).toMatchObject({ maxBodyBytes: 262_144, maxInstances: 64, featureTimeoutMs: 25, redisTimeoutMs: 200, metricsScrapeMs: 3_000 })
     }
+    // A sample rate is a share: 0 and 1 are kept, anything outside [0, 1] or not a number is the default.
+    for (const [raw, rate] of [['1', 1], ['0.5', 0.5], ['1.5', 0.01], ['-0.1', 0.01], ['half', 0.01], ['', 0.01]] as const) expect(settingsFrom({ REQUEST_LOG_SAMPLE_RATE: raw }).requestLogSampleRate, raw).toBe(rate)
     // Counts are whole numbers.
     expect(settingsFrom({ MAX_BODY_BYTES: '10.5', MAX_INSTANCES: '2.5' })).toMatchObject({ maxBodyBytes: 262_144, maxInstances: 64 })
   })
