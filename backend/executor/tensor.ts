@@ -53,6 +53,9 @@ const ARRAY_TYPES: Record<NumericDatatype, TypedArrayOf & { BYTES_PER_ELEMENT: n
   INT64: BigInt64Array, UINT64: BigUint64Array,
 }
 
+/** Bytes per element of a numeric datatype, as its typed array stores it. */
+export const bytesPerElement = (datatype: NumericDatatype): number => ARRAY_TYPES[datatype].BYTES_PER_ELEMENT
+
 const SLAB_BYTES = 64 * 1024
 let slab = new ArrayBuffer(SLAB_BYTES)
 let slabUsed = 0

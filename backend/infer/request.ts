@@ -1,6 +1,7 @@
 import { FLOAT_DATATYPES, INTEGER_RANGES, type Datatype } from '../../shared/datatypes.ts'
 import { quoteInput } from '../../shared/quote-input.ts'
 import { badRequest } from '../errors.ts'
+import { tensorFromBinary, type BinaryData } from './binary.ts'
 import { FP16_MAX, allocateCarved, toHalfBits, type TensorMap, type TensorValues } from '../executor/tensor.ts'
 import type { ModelConfig, TensorConfig } from '../repository/model-config.ts'
 
@@ -39,14 +40,16 @@ const checkKeys = (value: Record<string, unknown>, allowed: readonly string[], w
   }
 }
 
-const checkParameters = (value: unknown, where: string) => {
+/** Checks `parameters`; an input's (`binaryInput`) may carry the binary extension's `binary_data_size`. */
+const checkParameters = (value: unknown, where: string, binaryInput = false) => {
   if (value === undefined) return
   if (!isObject(value)) throw badRequest(`${where}.parameters must be an object`)
   for (const [key, v] of Object.entries(value)) {
     if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters[${quoteInput(key)}] must be a string, number or boolean`)
   }
-  if (value.binary_data_output !== undefined || value.binary_data_size !== undefined || value.binary_data !== undefined) {
-    throw badRequest(`${where}: the binary tensor data extension is not supported; send JSON data`)
+  if (value.binary_data_size !== undefined && !binaryInput) throw badRequest(`${where}: binary_data_size belongs to inputs only`)
+  if (value.binary_data_output !== undefined || value.binary_data !== undefined) {
+    throw badRequest(`${where}: binary outputs (binary_data, binary_data_output) are not supported; outputs are answered as JSON`)
   }
 }
 
@@ -180,8 +183,11 @@ const elementCount = (shape: readonly number[]): number => {
   return n
 }
 
-/** Checks an Open Inference Protocol infer request against the model's declared signature. */
-export const parseInferRequest = (body: unknown, config: ModelConfig, limits: ParseLimits): ParsedInfer => {
+/**
+ * Checks an Open Inference Protocol infer request against the model's declared signature. With
+ * `binary` (the bytes after a binary request's JSON header), inputs may carry their data there.
+ */
+export const parseInferRequest = (body: unknown, config: ModelConfig, limits: ParseLimits, binary?: BinaryData): ParsedInfer => {
   if (!isObject(body)) throw badRequest(`request body must be a JSON object, got ${describe(body)}`)
   checkKeys(body, ['id', 'parameters', 'inputs', 'outputs'], 'request')
   if (body.id !== undefined && (typeof body.id !== 'string' || body.id.length > 256)) throw badRequest('id must be a string of at most 256 characters')
@@ -200,19 +206,26 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
     if (raw.datatype === undefined) throw badRequest(`input "${declared.name}": datatype is missing; the model takes ${declared.datatype}`)
     if (raw.datatype !== declared.datatype) throw badRequest(`input "${declared.name}": datatype ${describe(raw.datatype)} does not match the model's ${declared.datatype}`)
-    checkParameters(raw.parameters, `inputs[${i}]`)
+    checkParameters(raw.parameters, `inputs[${i}]`, true)
     const shape = checkShape(raw.shape, declared, batched, limits)
-    if (!Array.isArray(raw.data)) throw badRequest(`input "${declared.name}": data must be an array`)
     const length = elementCount(shape)
-    const nested = raw.data.length > 0 && Array.isArray(raw.data[0])
-    // The data must fit the shape before the shape's storage is allocated: a short body may declare a vast shape.
-    if (nested) walkNested(raw.data, shape, declared)
-    else if (raw.data.length !== length) {
-      throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
+    const binarySize = isObject(raw.parameters) ? raw.parameters.binary_data_size : undefined
+    let data: TensorValues
+    if (binarySize !== undefined) {
+      if (raw.data !== undefined) throw badRequest(`input "${declared.name}": both data and binary_data_size are present; send one`)
+      data = tensorFromBinary(declared, shape, length, binarySize, binary, `inputs[${i}]`)
+    } else {
+      if (!Array.isArray(raw.data)) throw badRequest(`input "${declared.name}": data must be an array`)
+      const nested = raw.data.length > 0 && Array.isArray(raw.data[0])
+      // The data must fit the shape before the shape's storage is allocated: a short body may declare a vast shape.
+      if (nested) walkNested(raw.data, shape, declared)
+      else if (raw.data.length !== length) {
+        throw badRequest(`input "${declared.name}": shape [${shape}] needs ${length} elements, data has ${raw.data.length}`)
+      }
+      if (length > limits.maxElements) throw badRequest(`input "${declared.name}": shape [${shape}] has more elements than this request could carry`)
+      data = allocateCarved(declared.datatype, length)
+      fill(raw.data, shape, declared, data)
     }
-    if (length > limits.maxElements) throw badRequest(`input "${declared.name}": shape [${shape}] has more elements than this request could carry`)
-    const data = allocateCarved(declared.datatype, length)
-    fill(raw.data, shape, declared, data)
     const inputRows = batched ? shape[0] : 1
     if (rows !== undefined && inputRows !== rows) throw badRequest(`inputs disagree on the batch dimension (${rows} vs ${inputRows})`)
     rows = inputRows
@@ -222,6 +235,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     const missing = config.inputs.filter((d) => !inputs[d.name]).map((d) => `"${d.name}"`)
     throw badRequest(`missing input ${missing.join(', ')}`)
   }
+  binary?.checkConsumed()
   return { id: body.id, inputs, rows: rows ?? 1, outputs: parseOutputs(body.outputs, config) }
 }
 

@@ -4,6 +4,7 @@ import type { Span } from '@opentelemetry/api'
 import { parseDeadlineMs } from '../../shared/headers.ts'
 import { InferenceError, badRequest } from '../errors.ts'
 import type { ModelVersion } from '../loader/model-version.ts'
+import type { BinaryData } from './binary.ts'
 import { parseInferRequest, type ParseLimits } from './request.ts'
 import type { InferAnswer } from './response.ts'
 
@@ -23,6 +24,8 @@ export interface ServeOptions {
   requestIdHeader?: string
   /** The request's span when it is traced: its queue time and batch hang off it. */
   span?: Span
+  /** The tensor bytes after the JSON header of a binary request (the binary tensor data extension). */
+  binary?: BinaryData
 }
 
 export interface Served {
@@ -75,7 +78,7 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 const run = async (served: ModelVersion, body: unknown, options: ServeOptions): Promise<Served & { queueUs: number }> => {
   const deadline = deadlineOf(options.deadlineHeader, options.arrived, served.defaultTimeoutMs)
-  const request = parseInferRequest(body, served.config, options.limits)
+  const request = parseInferRequest(body, served.config, options.limits, options.binary)
   const { drift } = served
   // Drift counts every served row's prediction, so the run computes it even when the client asked for other outputs.
   const outputs = drift && !request.outputs.includes(drift.output) ? [...request.outputs, drift.output] : request.outputs

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import { Hono, type Context } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { BackendDeps, BackendEnv } from '../env.ts'
+import { INFERENCE_HEADER_LENGTH, readBinaryInfer } from '../infer/binary.ts'
 import { serveInfer } from '../infer/serve.ts'
 import { readJsonBody } from '../middleware/require-json.ts'
 import { requestHeader } from '../request-header.ts'
@@ -18,17 +19,20 @@ export const inferRoutes = ({ manager, settings, logger, tracing }: BackendDeps)
   const debug = settings.LOG_LEVEL === 'debug'
   const app = new Hono<BackendEnv>()
   const infer = async (c: Context<BackendEnv>) => {
-    const parsed = await readJsonBody(c, body)
+    // The binary tensor data extension: the header names the JSON part's length, tensor bytes follow it.
+    const headerLength = requestHeader(c, INFERENCE_HEADER_LENGTH)
+    const { header, binary } = headerLength === undefined ? { header: await readJsonBody(c, body), binary: undefined } : await readBinaryInfer(c, body.maxBytes, headerLength)
     const arrived = performance.now()
     const model = c.req.param('model') as string
     const version = c.req.param('version')
     const served = manager.resident(model, version) ?? (await manager.resolve(model, version))
-    const { answer, rows } = await serveInfer(served, parsed, {
+    const { answer, rows } = await serveInfer(served, header, {
       limits,
       arrived,
       deadlineHeader: requestHeader(c, HEADERS.deadlineMs),
       requestIdHeader: requestHeader(c, HEADERS.requestId),
       span: c.get('requestSpan'),
+      binary,
     })
     if (debug) logger.debug('infer', { model, version: served.version, id: answer.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
     // Headers as a plain record: with more than one, c.json builds a fetch Headers per response.

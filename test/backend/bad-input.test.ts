@@ -269,7 +269,8 @@ const cases: BadCase[] = [
   { name: 'application/json-patch+json', path: INFER, headers: { 'content-type': 'application/json-patch+json' }, body: request(), status: 415, error: /got "application\/json-patch\+json"/ },
   { name: 'bare "json"', path: INFER, headers: { 'content-type': 'json' }, body: request(), status: 415, error: /got "json"/ },
   { name: 'gzip-compressed JSON (Content-Encoding: gzip)', path: INFER, headers: { 'content-encoding': 'gzip' }, body: gzipSync(request()), status: 415, error: /Content-Encoding.*gzip/i, responseHeaders: { 'accept-encoding': /identity/ } },
-  { name: 'binary tensor extension (octet-stream + Inference-Header-Content-Length)', path: INFER, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(request().length) }, body: Buffer.concat([Buffer.from(request()), Buffer.alloc(92)]), status: 415, error: /got "application\/octet-stream"/ },
+  { name: 'binary tensor extension with bytes no input claims', path: INFER, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(request().length) }, body: Buffer.concat([Buffer.from(request()), Buffer.alloc(92)]), status: 400, error: /^92 bytes of binary data are claimed by no input's binary_data_size$/ },
+  { name: 'binary tensor extension as text/plain', path: INFER, headers: { 'content-type': 'text/plain', 'inference-header-content-length': String(request().length) }, body: request(), status: 415, error: /expected Content-Type application\/octet-stream or application\/json with inference-header-content-length, got "text\/plain"/ },
 
   // --- Body size ------------------------------------------------------------------------------
   { name: '70 KB body with Content-Length', path: INFER, body: big(70 * 1024), status: 413, error: TOO_LARGE },
@@ -317,9 +318,10 @@ const cases: BadCase[] = [
   { name: 'outputs[0].parameters is a number', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: 5 }] }), status: 400, error: /^outputs\[0\]\.parameters must be an object/ },
 
   // --- Binary tensor data extension -----------------------------------------------------------
-  { name: 'request asks for binary outputs (binary_data_output)', path: INFER, body: request({ parameters: { binary_data_output: true } }), status: 400, error: /^request: the binary tensor data extension is not supported; send JSON data$/ },
-  { name: 'input declares binary_data_size', path: INFER, body: input({ parameters: { binary_data_size: 92 }, data: [] }), status: 400, error: /^inputs\[0\]: the binary tensor data extension is not supported/ },
-  { name: 'output asks for binary_data', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: { binary_data: true } }] }), status: 400, error: /^outputs\[0\]: the binary tensor data extension is not supported/ },
+  { name: 'request asks for binary outputs (binary_data_output)', path: INFER, body: request({ parameters: { binary_data_output: true } }), status: 400, error: /^request: binary outputs \(binary_data, binary_data_output\) are not supported; outputs are answered as JSON$/ },
+  { name: 'input declares binary_data_size in a plain JSON request', path: INFER, body: input({ parameters: { binary_data_size: 92 }, data: undefined }), status: 400, error: /^inputs\[0\]\.parameters\.binary_data_size needs a binary body/ },
+  { name: 'input has both data and binary_data_size', path: INFER, body: input({ parameters: { binary_data_size: 92 } }), status: 400, error: /^input "features": both data and binary_data_size are present; send one$/ },
+  { name: 'output asks for binary_data', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: { binary_data: true } }] }), status: 400, error: /^outputs\[0\]: binary outputs \(binary_data, binary_data_output\) are not supported/ },
 
   // --- inputs -----------------------------------------------------------------------------------
   { name: 'inputs missing', path: INFER, body: json({ id: 'a' }), status: 400, error: /^inputs must be a non-empty array$/ },
