@@ -33,7 +33,7 @@ import { type RolloutStore } from './stores/rollouts/rollout-store.ts'
 import { UpstashHistoryStore } from './stores/history/upstash.ts'
 import { CachedRolloutStore } from './stores/rollouts/cached.ts'
 import { UpstashRolloutStore } from './stores/rollouts/upstash.ts'
-import { type Telemetry, telemetryFrom } from './telemetry/index.ts'
+import { type TelemetryLoader, telemetryFrom } from './telemetry/index.ts'
 import { type GroundTruthStore } from './stores/ground-truth/ground-truth-store.ts'
 import { MemoryGroundTruth } from './stores/ground-truth/memory.ts'
 import { UpstashGroundTruth } from './stores/ground-truth/upstash.ts'
@@ -70,7 +70,7 @@ export interface Isolate {
   /** Validators compiled from feature specs. */
   validators: SchemaCache
   /** Span export, when an OTLP endpoint is bound; none means the edge traces nothing. */
-  telemetry?: Telemetry
+  telemetry?: TelemetryLoader
   /** Where rows answered from the edge prediction cache are reported for drift counting: the HTTP backend. */
   cacheObserver?: CachedRowsObserver
 }

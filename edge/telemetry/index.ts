@@ -1,12 +1,6 @@
 import type { Span, Tracer } from '@opentelemetry/api'
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources'
-import { TracerProvider } from '@opentelemetry/sdk-trace'
 import type { Bindings } from '../bindings.ts'
-import { randomHex } from '../random-ids.ts'
 import { exportConfigFrom } from './config.ts'
-import { OtlpJsonExporter } from './exporter.ts'
-import { RequestSpanProcessor } from './request-spans.ts'
-import { samplerFrom } from './sampler.ts'
 
 /** How long a request's export waits for spans still open after the response (Workers give waitUntil work 30 s). */
 export const DEFAULT_MAX_WAIT_MS = 25_000
@@ -36,29 +30,20 @@ export interface TelemetryOptions {
   maxWaitMs?: number
 }
 
+/** The isolate's tracing, built at its first traced request: the SDK is loaded only then. */
+export type TelemetryLoader = () => Promise<Telemetry>
+
 /**
- * Tracing from the OTEL_* bindings, built once per isolate configuration; none (tracing off, no
- * cost per request) when no OTLP endpoint is bound. The provider is this isolate's own and is not
- * registered globally: the tracer travels with the isolate, so two configurations in one process
- * (tests) never share one.
+ * Tracing from the OTEL_* bindings, once per isolate configuration; none (tracing off, no cost per
+ * request) when no OTLP endpoint is bound. With one, the OpenTelemetry SDK (edge/telemetry/sdk.ts)
+ * is imported and the provider built at the first request that is traced, so an isolate that
+ * traces nothing never evaluates it. The provider is this isolate's own and is not registered
+ * globally: the tracer travels with the isolate, so two configurations in one process (tests)
+ * never share one.
  */
-export const telemetryFrom = (env: Partial<Bindings>, { fetch, log = console.error, maxWaitMs = DEFAULT_MAX_WAIT_MS }: TelemetryOptions = {}): Telemetry | undefined => {
+export const telemetryFrom = (env: Partial<Bindings>, options: TelemetryOptions = {}): TelemetryLoader | undefined => {
   const config = exportConfigFrom(env)
   if (config === undefined) return undefined
-  const { sampler, unknown } = samplerFrom(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG)
-  if (unknown !== undefined) log(JSON.stringify({ level: 'warn', msg: 'OTEL_TRACES_SAMPLER names a sampler the edge does not have; using parentbased_always_on', sampler: unknown }))
-  const requests = new RequestSpanProcessor()
-  const exporter = new OtlpJsonExporter({ url: config.url, headers: config.headers, timeoutMs: config.timeoutMs, log, ...(fetch ? { fetch } : {}) })
-  const provider = new TracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': config.serviceName })),
-    sampler,
-    // The edge's pooled CSPRNG rather than the SDK's Math.random ids.
-    idGenerator: { generateTraceId: () => randomHex(16), generateSpanId: () => randomHex(8) },
-    spanProcessors: [requests],
-  })
-  return {
-    tracer: provider.getTracer('edge-infer'),
-    exportRequest: async (root) => exporter.export(await requests.take(root, maxWaitMs)),
-    counts: () => ({ exportedSpans: exporter.exported, failedExports: exporter.failures, lateSpans: requests.late }),
-  }
+  let built: Promise<Telemetry> | undefined
+  return () => (built ??= import('./sdk.ts').then(({ buildTelemetry }) => buildTelemetry(config, env, options)))
 }

@@ -3,7 +3,7 @@ import type { Context, Next } from 'hono'
 import { HEADERS } from '../../../shared/headers.ts'
 import { inBackground } from '../../background.ts'
 import { randomHex } from '../../random-ids.ts'
-import type { Telemetry } from '../../telemetry/index.ts'
+import type { Telemetry, TelemetryLoader } from '../../telemetry/index.ts'
 import type { Stage } from '../stage.ts'
 import { type TraceSlots, type TraceVariables, enterSpan } from './spans.ts'
 
@@ -25,12 +25,12 @@ export interface TraceContextOptions {
  * `edge.request`, a child of the caller's, and its spans are exported after the response;
  * without one no span is started, but the edge still names a span id of its own.
  */
-export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Stage<{ isolate: { telemetry?: Telemetry } }, TraceVariables> =>
+export const traceContext = ({ sampled = true }: TraceContextOptions = {}): Stage<{ isolate: { telemetry?: TelemetryLoader } }, TraceVariables> =>
   async function traceContext(c, next) {
     const incoming = TRACEPARENT.exec(c.req.header(HEADERS.traceparent)?.trim().toLowerCase() ?? '')
     const valid = incoming !== null && !ZEROS.test(incoming[1]) && !ZEROS.test(incoming[2])
     const telemetry = c.get('isolate').telemetry
-    if (telemetry) return withRequestSpan(c, next, telemetry, valid ? incoming : undefined)
+    if (telemetry) return withRequestSpan(c, next, await telemetry(), valid ? incoming : undefined)
     const traceId = valid ? incoming[1] : randomHex(16)
     c.set('traceparent', `00-${traceId}-${randomHex(8)}-${valid ? incoming[3] : sampled ? '01' : '00'}`)
     await next()

@@ -79,8 +79,17 @@ describe('samplerFrom', () => {
 })
 
 describe('telemetryFrom', () => {
+  it('is off without an endpoint, and with one builds the SDK once, at the first call of its loader', async () => {
+    expect(telemetryFrom({})).toBeUndefined()
+    const load = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })!
+    const [first, second] = await Promise.all([load(), load()])
+    expect(second).toBe(first)
+    expect(await load()).toBe(first)
+    expect(first.tracer.startSpan('probe').spanContext().traceId).toMatch(/^[0-9a-f]{32}$/)
+  })
+
   it('exports a request\'s spans once the last of them has ended, in one export', async () => {
-    const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'unit' })!
+    const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'unit' })!()
     const root = telemetry.tracer.startSpan('edge.request')
     const traceId = root.spanContext().traceId
     const child = telemetry.tracer.startSpan('edge.shadow', {}, trace.setSpan(ROOT_CONTEXT, root))
@@ -94,7 +103,7 @@ describe('telemetryFrom', () => {
   })
 
   it('gives up waiting on a span that does not end, and counts it late when it does', async () => {
-    const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, { maxWaitMs: 20 })!
+    const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, { maxWaitMs: 20 })!()
     const root = telemetry.tracer.startSpan('edge.request')
     const child = telemetry.tracer.startSpan('edge.shadow', {}, trace.setSpan(ROOT_CONTEXT, root))
     root.end()
@@ -105,7 +114,7 @@ describe('telemetryFrom', () => {
   })
 
   it('keeps two requests of one trace apart', async () => {
-    const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })!
+    const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })!()
     const caller = trace.setSpanContext(ROOT_CONTEXT, { traceId: '2af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true })
     const [first, second] = [telemetry.tracer.startSpan('edge.request', {}, caller), telemetry.tracer.startSpan('edge.request', {}, caller)]
     const slowChild = telemetry.tracer.startSpan('edge.shadow', {}, trace.setSpan(caller, second))
@@ -122,7 +131,7 @@ describe('telemetryFrom', () => {
   it('never rejects: a refused or unreachable export is counted, and only the first is logged', async () => {
     for (const endpoint of [refusingUrl, `http://127.0.0.1:${await freePort()}`]) {
       const lines: string[] = []
-      const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20hush' }, { log: (l) => lines.push(l) })!
+      const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20hush' }, { log: (l) => lines.push(l) })!()
       for (let i = 0; i < 3; i++) {
         const span = telemetry.tracer.startSpan('edge.request')
         span.end()
@@ -140,7 +149,7 @@ describe('telemetryFrom', () => {
     await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
     try {
       const lines: string[] = []
-      const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`, OTEL_EXPORTER_OTLP_TIMEOUT: '100' }, { log: (l) => lines.push(l) })!
+      const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`, OTEL_EXPORTER_OTLP_TIMEOUT: '100' }, { log: (l) => lines.push(l) })!()
       const span = telemetry.tracer.startSpan('edge.request')
       span.end()
       await telemetry.exportRequest(span)
@@ -153,7 +162,7 @@ describe('telemetryFrom', () => {
   })
 
   it('records nothing for a request its sampler drops', async () => {
-    const telemetry = telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: refusingUrl, OTEL_TRACES_SAMPLER: 'always_off' })!
+    const telemetry = await telemetryFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: refusingUrl, OTEL_TRACES_SAMPLER: 'always_off' })!()
     const span = telemetry.tracer.startSpan('edge.request')
     expect(span.isRecording()).toBe(false)
     span.end()

@@ -1,5 +1,5 @@
 import { Hono } from 'hono'
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * bench:edge's peer: the smallest honest prediction worker, as a competent engineer would write it
