@@ -1,5 +1,5 @@
 import { Miniflare } from 'miniflare'
-import { bundledWorkerOptions } from '../../dev/workerd.ts'
+import { type RateLimitConfig, bundledWorkerOptions } from '../../dev/workerd.ts'
 
 /**
  * Child process of `bench:edge`: runs the bundled edge worker in real workerd through Miniflare
@@ -8,7 +8,8 @@ import { bundledWorkerOptions } from '../../dev/workerd.ts'
  * Started in a process group of its own: the benchmark's stop signal reaches workerd too.
  *
  * Env: EDGE_BUNDLE (path of worker.js), EDGE_BINDINGS (JSON object of string vars and secrets),
- * INSPECTOR_PORT (optional: workerd's V8 inspector, for a profile of the worker under load).
+ * INSPECTOR_PORT (optional: workerd's V8 inspector, for a profile of the worker under load),
+ * EDGE_RATELIMITS (optional JSON: `[[ratelimits]]` bindings by name in place of wrangler.toml's).
  */
 const log = (entry: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(entry)}\n`)
 
@@ -19,6 +20,7 @@ const main = async () => {
   const mf = new Miniflare(await bundledWorkerOptions({
     bundle,
     bindings,
+    ...(process.env.EDGE_RATELIMITS ? { ratelimits: JSON.parse(process.env.EDGE_RATELIMITS) as Record<string, RateLimitConfig> } : {}),
     host: '127.0.0.1',
     port: 0,
     ...(process.env.INSPECTOR_PORT ? { inspectorPort: Number(process.env.INSPECTOR_PORT) } : {}),

@@ -10,6 +10,7 @@ import { formatInstructionsTable } from './instructions.ts'
 import { bundleWorker } from './bundle.ts'
 import { formatVersusPeer, measureVersusPeer, versusPeerSettings } from './versus-peer.ts'
 import { formatStartup, measureStartup } from './startup.ts'
+import { formatRateLimits, measureRateLimits, rateLimitSettings } from './rate-limit.ts'
 import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './instructions-run.ts'
 import { cleanUp, installSignalHandlers, interrupted, within } from '../../harness/processes.ts'
 import { benchRuntimes, inTurn, runtimesLegend, type Runtime } from '../../harness/runtimes.ts'
@@ -28,7 +29,9 @@ import { positiveInt } from '../../harness/env.ts'
  * BENCH_INSTRUCTIONS (0 skips the instructions-per-request section; default on when valgrind is on
  * PATH) with BENCH_INSTRUCTIONS_LOW/_HIGH/_WARMUP/_REPETITIONS (load/bench/edge/instructions-run.ts),
  * BENCH_PEER_ROUNDS (3) and BENCH_PEER_DURATION_S (8) for the edge against the peer worker
- * (load/bench/edge/versus-peer.ts, issue 34's edge targets).
+ * (load/bench/edge/versus-peer.ts, issue 34's edge targets), BENCH_RATE_LIMIT_ROUNDS (3),
+ * BENCH_RATE_LIMIT_DURATION_S (5) and BENCH_RATE_LIMIT_CONNECTIONS (4) for the rate-limit modes
+ * (load/bench/edge/rate-limit.ts).
  */
 
 interface Settings {
@@ -200,6 +203,8 @@ const main = async (): Promise<void> => {
     process.stdout.write(`\n${formatVersusPeer(versus)}\n`)
     progress('worker startup: each worker in fresh workerd processes, edge and floor in turn')
     process.stdout.write(`\n${formatStartup(await measureStartup())}\n`)
+    // The two rate-limit modes, exact through Redis and a [[ratelimits]] binding: a measured row, not a target.
+    process.stdout.write(`\n${formatRateLimits(await measureRateLimits(rateLimitSettings(), bundle, progress))}\n`)
     // Last, after every timed row: valgrind keeps the cores busy for minutes, and a count does not mind neighbours.
     if (!gate.run) {
       process.stdout.write(`\n${gate.reason}\n`)
