@@ -82,7 +82,7 @@ export const servingBindings = z.object({
 
 /** Secrets (`wrangler secret put`): never in wrangler.toml. */
 export const secretBindings = z.object({
-  API_KEYS: text('JSON array of `{name, hash, scopes, rate_limit_per_minute, tenant?}` (hashes only; `npm run keys:create` makes one).'),
+  API_KEYS: text('JSON array of `{name, hash, scopes, rate_limit_per_minute, tenant?}` (hashes only; `npm run keys:create` makes one); a key limited by a `[[ratelimits]]` binding has `rate_limit: "RATE_LIMIT_…"` (the binding\'s name) instead of `rate_limit_per_minute`.'),
   INFER_TOKEN: text("The backend's `INFER_TOKEN`, sent as `Authorization: Bearer` on every call to it; required in staging and production (their backend is a public Tunnel hostname). A backend that refuses it answers the client 502 `backend-refused` (no retry cures it)."),
   UPSTASH_REDIS_REST_URL: text('Upstash Redis REST endpoint (with the token): entity features, shared rate limits (a sliding log in Lua), rollout state, issued keys, counts and served records; unset, embedded demo features (`edge/stores/features/demo-seed.json`) and per-isolate state.'),
   UPSTASH_REDIS_REST_TOKEN: text('Upstash Redis REST token.'),
