@@ -4,7 +4,8 @@ import { runToEnd } from './processes.ts'
 
 export interface LoadOptions {
   url: string
-  body: string
+  /** JSON text, or the bytes of a binary tensor request (wrk only). */
+  body: string | Uint8Array
   connections: number
   durationS: number
   /** Extra request headers (content-type is always JSON). */
@@ -47,6 +48,8 @@ const autocannonBin = (): string => {
  * event loop with what it measures (it still shares the two cores — that is the machine).
  */
 export const runAutocannon = async ({ url, body, connections, durationS, headers = {} }: LoadOptions): Promise<LoadResult> => {
+  // Its command line carries the body as text: binary bodies are wrk's.
+  if (typeof body !== 'string') throw new Error('autocannon sends text bodies only; run binary bodies with wrk')
   const headerArgs = Object.entries({ 'content-type': 'application/json', ...headers }).flatMap(([k, v]) => ['-H', `${k}=${v}`])
   const args = [
     autocannonBin(), '--json',

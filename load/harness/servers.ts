@@ -87,8 +87,8 @@ export const waitReady = async (url: string, { timeoutMs = 120_000, everyMs = 10
  * Sends one infer request and returns the response text. For a model that is not pinned this is
  * also what makes the server load and warm it, so the load never lands inside a measured run.
  */
-export const primeInfer = async (url: string, body: string): Promise<string> => {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+export const primeInfer = async (url: string, body: string | Uint8Array, headers: Readonly<Record<string, string>> = {}): Promise<string> => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
   const text = await res.text()
   if (!res.ok) throw new Error(`priming ${url} answered ${res.status}: ${text.slice(0, 500)}`)
   return text

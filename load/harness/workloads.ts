@@ -13,8 +13,9 @@ export interface Workload {
   model: string
   /** MODEL_REPOSITORY for the real server. */
   repository: string
-  /** The OIP infer JSON body every request sends. */
-  body: string
+  /** The OIP infer body every request sends: JSON, or a binary tensor request with its `headers`. */
+  body: string | Uint8Array
+  headers?: Readonly<Record<string, string>>
   rowsPerRequest: number
   inputName: string
   /** One encoded row, for the in-process ceiling. */
@@ -59,9 +60,11 @@ const servedModel = async (repository: string, model: string, config: ConfigFile
 /** Four decimals keep the body the size a real client's would be, not 17-digit float noise. */
 const round4 = (x: number): number => Math.round(x * 1e4) / 1e4
 
+/** The row as a request carries it: FP32 holds ~7 significant digits; printing more would send 0.27 as 0.27000001072883606. */
+const printedRow = (row: Float32Array): number[] => Array.from(row, (v) => Number(v.toPrecision(7)))
+
 const inferBody = (input: string, row: Float32Array, rows: number): string => {
-  // FP32 holds ~7 significant digits; printing more would send 0.27 as 0.27000001072883606.
-  const values = Array.from(row, (v) => Number(v.toPrecision(7)))
+  const values = printedRow(row)
   const request: InferRequest = {
     id: 'bench',
     inputs: [{ name: input, shape: [rows, row.length], datatype: 'FP32', data: Array.from({ length: rows }, () => values).flat() }],
@@ -140,6 +143,23 @@ export const computeBoundWorkload = async (rowsPerRequest = 1): Promise<Workload
     monitored: false,
     ...(await servedModel(repository, built.name, config)),
   }
+}
+
+/**
+ * The same request in the binary tensor data extension: a JSON header whose input names its
+ * `binary_data_size`, then the rows' FP32 bytes (the values the JSON body carries).
+ */
+export const asBinary = (workload: Workload): Workload => {
+  const row = printedRow(workload.row)
+  const values = Float32Array.from({ length: workload.rowsPerRequest * row.length }, (_, i) => row[i % row.length])
+  const header = new TextEncoder().encode(JSON.stringify({
+    id: 'bench',
+    inputs: [{ name: workload.inputName, shape: [workload.rowsPerRequest, workload.row.length], datatype: 'FP32', parameters: { binary_data_size: values.byteLength } }],
+  }))
+  const body = new Uint8Array(header.length + values.byteLength)
+  body.set(header)
+  body.set(new Uint8Array(values.buffer), header.length)
+  return { ...workload, body, headers: { 'inference-header-content-length': String(header.length) } }
 }
 
 /** How the backend's batcher sends a batch (`dynamic_batching.dispatch` in a model config). */

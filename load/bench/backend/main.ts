@@ -14,7 +14,7 @@ import { benchRuntimes, runtimesLegend, type Runtime } from '../../harness/runti
 import { assertAlive, primeInfer, runEntry, startServer, waitReady, type ServerProcess } from '../../harness/servers.ts'
 import { formatMeasurements, type CeilingRow, type MeasuredRow } from './table.ts'
 import { formatVerdicts } from '../../harness/verdict.ts'
-import { computeBoundWorkload, creditRiskWorkload, withDispatch, type Dispatch, type Workload } from '../../harness/workloads.ts'
+import { asBinary, computeBoundWorkload, creditRiskWorkload, withDispatch, type Dispatch, type Workload } from '../../harness/workloads.ts'
 import { runWrk, wrkBin } from '../../harness/wrk.ts'
 
 /**
@@ -42,6 +42,9 @@ interface BenchSettings {
   ceilingS: number
   loadgen: 'wrk' | 'autocannon'
 }
+
+/** Rows per request of the large-tensor rows (credit-risk's max_batch_size): JSON against the binary tensor data extension. */
+const LARGE_ROWS = 64
 
 /** The connection counts of the dispatch rows; 8 is the low-load target's, 64 and 256 the high-load ones'. */
 const DISPATCH_CONNECTIONS = [1, 8, 64, 256]
@@ -76,7 +79,7 @@ const uptime = (): string => execFileSync('uptime', { encoding: 'utf8' }).trim()
 const inferUrl = (base: string, model: string): string => `${base}/v2/models/${model}/infer`
 
 /** What a row names itself by, and how the verdicts find it. */
-type RowKind = 'http' | 'peer-batcher' | 'peer-per-request' | 'fastapi' | 'backend-on' | 'backend-off' | 'backend-drift-off' | `dispatch-${Dispatch}`
+type RowKind = 'http' | 'peer-batcher' | 'peer-per-request' | 'fastapi' | 'backend-on' | 'backend-off' | 'backend-drift-off' | `dispatch-${Dispatch}` | 'large-json' | 'large-binary'
 
 const LABELS: Record<RowKind, string> = {
   'http': 'H http, no model',
@@ -88,6 +91,8 @@ const LABELS: Record<RowKind, string> = {
   'backend-drift-off': 'backend BATCHING=on DRIFT_MONITORING=off',
   'dispatch-idle': 'backend dispatch: idle',
   'dispatch-delay': 'backend dispatch: delay',
+  'large-json': `backend, ${LARGE_ROWS}-row tensor as JSON`,
+  'large-binary': `backend, ${LARGE_ROWS}-row tensor as binary`,
 }
 
 /** A server the benchmark loads: how to start it, at which concurrencies, and where its batch counts are. */
@@ -108,7 +113,7 @@ interface Subject {
 const labelOf = ({ kind, duplicate }: Subject): string => `${LABELS[kind]}${duplicate ? ' (dup)' : ''}`
 
 /** Rows no verdict judges: they orient the reader and need no twin. */
-const UNJUDGED: ReadonlySet<RowKind> = new Set(['http', 'fastapi'])
+const UNJUDGED: ReadonlySet<RowKind> = new Set(['http', 'fastapi', 'large-json', 'large-binary'])
 
 interface Running {
   subject: Subject
@@ -130,7 +135,7 @@ const bringUp = async (subject: Subject): Promise<Running> => {
   const server = await subject.start()
   try {
     await waitReady(server.url, { timeoutMs: 60_000 })
-    const sample = await primeInfer(inferUrl(server.url, subject.workload.model), subject.workload.body)
+    const sample = await primeInfer(inferUrl(server.url, subject.workload.model), subject.workload.body, subject.workload.headers)
     const version = (JSON.parse(sample) as { model_version?: string }).model_version
     if (version !== subject.workload.version) throw new Error(`${name} answered version ${version}, the peers serve ${subject.workload.version}`)
     return { subject, server, sample, samples: new Map() }
@@ -183,7 +188,7 @@ const loadOnce = (settings: BenchSettings, options: LoadOptions): Promise<LoadRe
 /** One warm-up and one measured run, with the server's CPU time and the batches it formed in between. */
 const measure = async (running: Running, connections: number, settings: BenchSettings): Promise<Sample> => {
   const { subject, server } = running
-  const options = { url: inferUrl(server.url, subject.workload.model), body: subject.workload.body, connections }
+  const options = { url: inferUrl(server.url, subject.workload.model), body: subject.workload.body, headers: subject.workload.headers, connections }
   await loadOnce(settings, { ...options, durationS: settings.warmupS })
   const pid = server.child.process.pid
   if (pid === undefined) throw new Error(`${server.url} has no pid`)
@@ -214,7 +219,7 @@ const measureInProcess = async (workload: Workload, runtime: Runtime, batchSize:
  * Every row of the run, in the order they take turns. Node rows run once per runtime; H, which
  * answers with the backend's own response, is started after the backend (`sampleOf`).
  */
-const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly Runtime[], settings: BenchSettings, sampleOf: (w: Workload, r: Runtime) => string): Promise<Subject[]> => {
+const subjectsFor = async (tiny: Workload, heavy: Workload, large: Workload, runtimes: readonly Runtime[], settings: BenchSettings, sampleOf: (w: Workload, r: Runtime) => string): Promise<Subject[]> => {
   const main = [settings.connections]
   const withLowLoad = [...new Set([settings.connections, LOW_LOAD])]
   const idle = await withDispatch(tiny, 'idle')
@@ -234,6 +239,11 @@ const subjectsFor = async (tiny: Workload, heavy: Workload, runtimes: readonly R
     ...([[idle, 'idle'], [delay, 'delay']] as const).flatMap(([workload, dispatch]) =>
       perRuntime((r): Subject => ({ kind: `dispatch-${dispatch}`, workload, runtime: r, connections: DISPATCH_CONNECTIONS, start: startBackend(workload, r, { BATCHING: 'on' }), batches: backendBatches(workload), optional: true })),
     ),
+    // The same large tensor as JSON and as binary (Inference-Header-Content-Length); wrk only, autocannon's command line takes text.
+    ...(settings.loadgen === 'wrk'
+      ? ([['large-json', large], ['large-binary', asBinary(large)]] as const).flatMap(([kind, workload]) =>
+          perRuntime((r): Subject => ({ kind, workload, runtime: r, connections: main, start: startBackend(workload, r, { BATCHING: 'on' }), batches: backendBatches(workload) })))
+      : []),
   ]
   return [...subjects, ...subjects.filter((s) => !UNJUDGED.has(s.kind)).map((s) => ({ ...s, duplicate: true }))]
 }
@@ -269,6 +279,7 @@ const main = async (): Promise<void> => {
     progress(`bench:backend — ${settings.rounds} rounds of ${settings.durationS} s runs (+${settings.warmupS} s warm-up), ${settings.loadgen}, 127.0.0.1, on ${runtimes.map((r) => r.version).join(', ')}\n${started}`)
     const tiny = await creditRiskWorkload()
     const heavy = await computeBoundWorkload()
+    const large = await creditRiskWorkload(LARGE_ROWS)
     const running: Running[] = []
     const skipped: string[] = []
     const sampleOf = (w: Workload, r: Runtime): string => {
@@ -276,7 +287,7 @@ const main = async (): Promise<void> => {
       if (!backend) throw new Error(`H of ${w.model} needs the backend's response first`)
       return backend.sample
     }
-    for (const subject of await subjectsFor(tiny, heavy, runtimes, settings, sampleOf)) {
+    for (const subject of await subjectsFor(tiny, heavy, large, runtimes, settings, sampleOf)) {
       try {
         running.push(await bringUp(subject))
       } catch (err) {
@@ -320,6 +331,13 @@ const main = async (): Promise<void> => {
       }
     }
     const verdicts = runtimes.map((r) => ({ node: r.version, verdicts: verdictsFor(verdictInputs(running, tiny, heavy, r, settings.connections, false), verdictInputs(running, tiny, heavy, r, settings.connections, true)) }))
+    const largeTensor = runtimes.flatMap((r) => {
+      const json = figuresOf(running, large.model, 'large-json', settings.connections, r)
+      const binary = figuresOf(running, large.model, 'large-binary', settings.connections, r)
+      if (!json || !binary) return []
+      const ratio = (a: number, b: number) => `${a.toFixed(1)} / ${b.toFixed(1)} = ${(a / b).toFixed(2)}`
+      return [`Large tensor, binary ÷ JSON (${large.model}, ${LARGE_ROWS} × ${large.row.length} FP32 per request, ${settings.connections} conn, ${r.version}): CPU µs/req ${ratio(binary.cpuUsPerRequest, json.cpuUsPerRequest)}, req/s ${ratio(binary.reqPerSec, json.reqPerSec)} (measured, not judged)`]
+    })
     const legend = [
       runtimesLegend(runtimes),
       `Rows: every server started once, the rows taking turns (${settings.rounds} rounds, ABAB…, each round starting one row later); each cell is the median of its runs, "req/s by run" lists them.`,
@@ -329,10 +347,11 @@ const main = async (): Promise<void> => {
       `backend dispatch: the model config's dynamic_batching.dispatch set in a temporary copy of the repository (idle: a free instance takes what is queued at once; delay: Triton's max_queue_delay_us wait). The other backend rows serve the repository as shipped (dispatch unset, so the default); where that is idle, BATCHING=on and "dispatch: idle" at ${settings.connections} conn are one configuration measured twice: their gap is this run's noise.`,
       `(dup): a second server of the same configuration, taking its turn like the others; the verdicts' noise column is each side ÷ its duplicate (1.00 = no noise), the spread a verdict must clear to mean anything.`,
       `CPU µs/req: the server process's CPU time (all threads, /proc/<pid>/stat) over the measured run ÷ requests completed. mean batch: the backend's batch-size histogram, the peer's own count.`,
+      `${LABELS['large-json']} / binary: the backend served ${LARGE_ROWS} rows per request, the body as OIP JSON or as the binary tensor data extension (a JSON header of Inference-Header-Content-Length bytes, then the FP32 bytes); wrk only.`,
       `C(b): onnxruntime-node in a child process, 1 intra-op thread, batch b (b = the BATCHING=on row's mean batch, rounded).`,
       ...skipped,
     ].join('\n')
-    process.stdout.write(`\n${formatMeasurements(rows, ceilings)}\n\n${formatVerdicts(verdicts)}\n\n${legend}\n\nuptime at start: ${started}\nuptime at end:   ${uptime()}\n`)
+    process.stdout.write(`\n${formatMeasurements(rows, ceilings)}\n\n${formatVerdicts(verdicts)}\n\n${largeTensor.map((line) => `${line}\n`).join('')}${largeTensor.length > 0 ? '\n' : ''}${legend}\n\nuptime at start: ${started}\nuptime at end:   ${uptime()}\n`)
   } finally {
     await cleanUp()
   }
