@@ -2,10 +2,11 @@ import type { Context } from 'hono'
 import { quoteInput } from '../../shared/quote-input.ts'
 import type { BackendEnv } from '../env.ts'
 import { InferenceError, badRequest } from '../errors.ts'
-import { allocateCarved, bytesPerElement, type TensorValues } from '../executor/tensor.ts'
+import { allocateCarved, bytesPerElement, toJsonData, type HostTensor, type TensorValues } from '../executor/tensor.ts'
 import { isJson, parseJsonText, readBodyBytes } from '../middleware/require-json.ts'
 import { requestHeader } from '../request-header.ts'
 import type { TensorConfig } from '../repository/model-config.ts'
+import type { InferAnswer } from './response.ts'
 
 /**
  * The binary tensor data extension (Triton's and KServe's): a request whose body is a JSON header
@@ -110,4 +111,63 @@ export const tensorFromBinary = (input: TensorConfig, shape: readonly number[], 
   const bad = badElement(data, input)
   if (bad) throw badRequest(`input "${input.name}": binary element ${bad.at} is not ${bad.expected}`)
   return data
+}
+
+/** The request's binary output choices, as parseInferRequest has checked them. */
+interface BinaryChoices {
+  parameters?: { binary_data_output?: boolean }
+  outputs?: ReadonlyArray<{ name: string; parameters?: { binary_data?: boolean } }>
+}
+
+/**
+ * The outputs a checked request asked for as binary data (an output's `binary_data`, else the
+ * request's `binary_data_output`), or undefined for none: then the answer is plain JSON.
+ */
+export const binaryOutputs = (request: unknown, answered: InferAnswer['outputs']): ReadonlySet<string> | undefined => {
+  const { parameters, outputs } = request as BinaryChoices
+  if (parameters === undefined && outputs === undefined) return undefined
+  const byDefault = parameters?.binary_data_output === true
+  const names = new Set<string>()
+  for (const { name } of answered) {
+    const asked = outputs?.find((o) => o.name === name)?.parameters?.binary_data
+    if (asked ?? byDefault) names.add(name)
+  }
+  return names.size > 0 ? names : undefined
+}
+
+/** A tensor's binary data: the typed array's bytes, or for BYTES each element's length and UTF-8. */
+const tensorBytes = ({ data }: HostTensor): Uint8Array => {
+  if (!Array.isArray(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+  const encoded = data.map((v) => Buffer.from(v, 'utf8'))
+  const out = Buffer.alloc(encoded.reduce((n, e) => n + 4 + e.length, 0))
+  let at = 0
+  for (const e of encoded) {
+    at = out.writeUInt32LE(e.length, at)
+    out.set(e, at)
+    at += e.length
+  }
+  return out
+}
+
+/**
+ * An answer with the `binary` outputs as binary data: the JSON header (those outputs name their
+ * `binary_data_size` instead of `data`), then their bytes in output order; `headerLength` goes
+ * into the response's Inference-Header-Content-Length.
+ */
+export const encodeBinaryAnswer = (model: string, version: string, { id, parameters, outputs }: InferAnswer, binary: ReadonlySet<string>): { body: Uint8Array; headerLength: number } => {
+  const parts: Uint8Array[] = []
+  const header = Buffer.from(JSON.stringify({
+    model_name: model,
+    model_version: version,
+    id,
+    parameters,
+    outputs: outputs.map(({ name, tensor }) => {
+      const described = { name, shape: tensor.dims, datatype: tensor.datatype }
+      if (!binary.has(name)) return { ...described, data: toJsonData(tensor) }
+      const bytes = tensorBytes(tensor)
+      parts.push(bytes)
+      return { ...described, parameters: { binary_data_size: bytes.length } }
+    }),
+  }))
+  return { body: Buffer.concat([header, ...parts]), headerLength: header.length }
 }

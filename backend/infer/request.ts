@@ -40,17 +40,21 @@ const checkKeys = (value: Record<string, unknown>, allowed: readonly string[], w
   }
 }
 
-/** Checks `parameters`; an input's (`binaryInput`) may carry the binary extension's `binary_data_size`. */
-const checkParameters = (value: unknown, where: string, binaryInput = false) => {
+/** The binary tensor data extension's parameter each part of a request may carry. */
+const BINARY_PARAMETERS = { request: 'binary_data_output', input: 'binary_data_size', output: 'binary_data' } as const
+
+/** Checks `parameters`, and that a binary extension parameter sits where it belongs (its value is checked where it is used). */
+const checkParameters = (value: unknown, where: string, part: keyof typeof BINARY_PARAMETERS) => {
   if (value === undefined) return
   if (!isObject(value)) throw badRequest(`${where}.parameters must be an object`)
   for (const [key, v] of Object.entries(value)) {
     if (!['string', 'number', 'boolean'].includes(typeof v)) throw badRequest(`${where}.parameters[${quoteInput(key)}] must be a string, number or boolean`)
   }
-  if (value.binary_data_size !== undefined && !binaryInput) throw badRequest(`${where}: binary_data_size belongs to inputs only`)
-  if (value.binary_data_output !== undefined || value.binary_data !== undefined) {
-    throw badRequest(`${where}: binary outputs (binary_data, binary_data_output) are not supported; outputs are answered as JSON`)
+  for (const [owner, key] of Object.entries(BINARY_PARAMETERS)) {
+    if (owner !== part && value[key] !== undefined) throw badRequest(`${where}: ${key} is a parameter of the ${owner}${owner === 'request' ? '' : 's'}, not of the ${part}${part === 'request' ? '' : 's'}`)
   }
+  const flag = BINARY_PARAMETERS[part]
+  if (part !== 'input' && value[flag] !== undefined && typeof value[flag] !== 'boolean') throw badRequest(`${where}.parameters.${flag} must be true or false`)
 }
 
 /** Why an element was refused: what was expected instead. */
@@ -191,7 +195,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
   if (!isObject(body)) throw badRequest(`request body must be a JSON object, got ${describe(body)}`)
   checkKeys(body, ['id', 'parameters', 'inputs', 'outputs'], 'request')
   if (body.id !== undefined && (typeof body.id !== 'string' || body.id.length > 256)) throw badRequest('id must be a string of at most 256 characters')
-  checkParameters(body.parameters, 'request')
+  checkParameters(body.parameters, 'request', 'request')
   if (!Array.isArray(body.inputs) || body.inputs.length === 0) throw badRequest('inputs must be a non-empty array')
   const batched = config.max_batch_size > 0
   const inputs: TensorMap = {}
@@ -206,7 +210,7 @@ export const parseInferRequest = (body: unknown, config: ModelConfig, limits: Pa
     if (inputs[declared.name]) throw badRequest(`input "${declared.name}" appears more than once`)
     if (raw.datatype === undefined) throw badRequest(`input "${declared.name}": datatype is missing; the model takes ${declared.datatype}`)
     if (raw.datatype !== declared.datatype) throw badRequest(`input "${declared.name}": datatype ${describe(raw.datatype)} does not match the model's ${declared.datatype}`)
-    checkParameters(raw.parameters, `inputs[${i}]`, true)
+    checkParameters(raw.parameters, `inputs[${i}]`, 'input')
     const shape = checkShape(raw.shape, declared, batched, limits)
     const length = elementCount(shape)
     const binarySize = isObject(raw.parameters) ? raw.parameters.binary_data_size : undefined
@@ -246,7 +250,7 @@ const parseOutputs = (value: unknown, config: ModelConfig): string[] => {
   for (const [i, raw] of value.entries()) {
     if (!isObject(raw)) throw badRequest(`outputs[${i}] must be an object`)
     checkKeys(raw, ['name', 'parameters'], `outputs[${i}]`)
-    checkParameters(raw.parameters, `outputs[${i}]`)
+    checkParameters(raw.parameters, `outputs[${i}]`, 'output')
     if (typeof raw.name !== 'string') throw badRequest(`outputs[${i}].name must be a string`)
     if (!config.outputs.some((o) => o.name === raw.name)) {
       throw badRequest(`unknown output ${describe(raw.name)}; the model has ${config.outputs.map((o) => `"${o.name}"`).join(', ')}`)

@@ -10,5 +10,5 @@ export const healthRoutes = ({ ready: isReady, settings }: BackendDeps) =>
       return c.json({ ready, instance_id: settings.INSTANCE_ID }, ready ? 200 : 503)
     })
     .get('/v2', (c) =>
-      c.json({ name: 'edge-infer-backend', version: '0.1.0', extensions: ['model_repository', 'statistics', 'metrics'] }),
+      c.json({ name: 'edge-infer-backend', version: '0.1.0', extensions: ['model_repository', 'statistics', 'metrics', 'binary_tensor_data'] }),
     )

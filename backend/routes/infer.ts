@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import { Hono, type Context } from 'hono'
 import { HEADERS } from '../../shared/headers.ts'
 import type { BackendDeps, BackendEnv } from '../env.ts'
-import { INFERENCE_HEADER_LENGTH, readBinaryInfer } from '../infer/binary.ts'
+import { INFERENCE_HEADER_LENGTH, binaryOutputs, encodeBinaryAnswer, readBinaryInfer } from '../infer/binary.ts'
 import { serveInfer } from '../infer/serve.ts'
 import { readJsonBody } from '../middleware/require-json.ts'
 import { requestHeader } from '../request-header.ts'
@@ -35,6 +35,11 @@ export const inferRoutes = ({ manager, settings, logger, tracing }: BackendDeps)
       binary,
     })
     if (debug) logger.debug('infer', { model, version: served.version, id: answer.id, rows, traceparent: requestHeader(c, HEADERS.traceparent) })
+    const binaryNames = binaryOutputs(header, answer.outputs)
+    if (binaryNames) {
+      const { body: bytes, headerLength: length } = encodeBinaryAnswer(served.model, String(served.version), answer, binaryNames)
+      return new Response(bytes, { status: 200, headers: { 'content-type': 'application/octet-stream', [INFERENCE_HEADER_LENGTH]: String(length), [HEADERS.modelVersion]: String(served.version) } })
+    }
     // Headers as a plain record: with more than one, c.json builds a fetch Headers per response.
     return new Response(served.responseTemplate.encode(answer), { status: 200, headers: { 'content-type': 'application/json', [HEADERS.modelVersion]: String(served.version) } })
   }

@@ -318,10 +318,13 @@ const cases: BadCase[] = [
   { name: 'outputs[0].parameters is a number', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: 5 }] }), status: 400, error: /^outputs\[0\]\.parameters must be an object/ },
 
   // --- Binary tensor data extension -----------------------------------------------------------
-  { name: 'request asks for binary outputs (binary_data_output)', path: INFER, body: request({ parameters: { binary_data_output: true } }), status: 400, error: /^request: binary outputs \(binary_data, binary_data_output\) are not supported; outputs are answered as JSON$/ },
+  { name: 'binary_data_output that is not a boolean', path: INFER, body: request({ parameters: { binary_data_output: 'yes' } }), status: 400, error: /^request\.parameters\.binary_data_output must be true or false$/ },
+  { name: 'binary_data_size on the request', path: INFER, body: request({ parameters: { binary_data_size: 4 } }), status: 400, error: /^request: binary_data_size is a parameter of the inputs, not of the request$/ },
+  { name: 'binary_data on an input', path: INFER, body: input({ parameters: { binary_data: true } }), status: 400, error: /^inputs\[0\]: binary_data is a parameter of the outputs, not of the inputs$/ },
   { name: 'input declares binary_data_size in a plain JSON request', path: INFER, body: input({ parameters: { binary_data_size: 92 }, data: undefined }), status: 400, error: /^inputs\[0\]\.parameters\.binary_data_size needs a binary body/ },
   { name: 'input has both data and binary_data_size', path: INFER, body: input({ parameters: { binary_data_size: 92 } }), status: 400, error: /^input "features": both data and binary_data_size are present; send one$/ },
-  { name: 'output asks for binary_data', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: { binary_data: true } }] }), status: 400, error: /^outputs\[0\]: binary outputs \(binary_data, binary_data_output\) are not supported/ },
+  { name: 'binary_data that is not a boolean', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: { binary_data: 1 } }] }), status: 400, error: /^outputs\[0\]\.parameters\.binary_data must be true or false$/ },
+  { name: 'binary_data_output on an output', path: INFER, body: request({ outputs: [{ name: 'probabilities', parameters: { binary_data_output: true } }] }), status: 400, error: /^outputs\[0\]: binary_data_output is a parameter of the request, not of the outputs$/ },
 
   // --- inputs -----------------------------------------------------------------------------------
   { name: 'inputs missing', path: INFER, body: json({ id: 'a' }), status: 400, error: /^inputs must be a non-empty array$/ },

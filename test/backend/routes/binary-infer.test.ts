@@ -6,7 +6,7 @@ import { startBackend, type BackendProcess } from '../support/backend-process.ts
 import { createFixtureRepository, type FixtureRepository } from '../support/fixture-repository.ts'
 
 // The binary tensor data extension against the real server: a JSON header of
-// Inference-Header-Content-Length bytes, then each binary input's raw little-endian data.
+// Inference-Header-Content-Length bytes, then each binary input's (or output's) raw little-endian data.
 
 const { onnx } = onnxProto
 const MAX_BODY_BYTES = 65_536
@@ -185,6 +185,65 @@ describe('binary tensor data extension', () => {
     const rows = Math.ceil(MAX_BODY_BYTES / 92) + 1
     const tooLarge = await postBinary('credit-risk', creditRisk(rows), [bytesOf(featureRows(rows))])
     expect(tooLarge.status).toBe(413)
+  })
+
+  /** Splits a binary answer at its Inference-Header-Content-Length into the JSON header and the data after it. */
+  const readBinaryAnswer = async (res: Response) => {
+    const bytes = new Uint8Array(await res.arrayBuffer())
+    const length = Number(res.headers.get('inference-header-content-length'))
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))) as { outputs: Array<{ name: string; data?: unknown[]; parameters?: { binary_data_size: number } }> }
+    return { header, data: bytes.subarray(length) }
+  }
+
+  it('answers outputs asked for as binary data with their bytes after the JSON header, in output order', async () => {
+    const header = {
+      parameters: { binary_data_output: true },
+      inputs: SAMPLES.map((s) => ({ name: `in_${s.datatype.toLowerCase()}`, shape: [1, 2], datatype: s.datatype, parameters: { binary_data_size: s.bytes().length } })),
+      // binary_data_output makes every output binary unless an output says otherwise.
+      outputs: SAMPLES.map((s) => (s.datatype === 'INT8' ? { name: 'out_int8', parameters: { binary_data: false } } : { name: `out_${s.datatype.toLowerCase()}` })),
+    }
+    const json = new TextEncoder().encode(JSON.stringify(header))
+    const res = await fetch(`${backend.url}/v2/models/echo/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) },
+      body: concat([json, ...SAMPLES.map((s) => s.bytes())]),
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/octet-stream')
+    const answer = await readBinaryAnswer(res)
+    let at = 0
+    for (const s of SAMPLES) {
+      const output = answer.header.outputs.find((o) => o.name === `out_${s.datatype.toLowerCase()}`)!
+      if (s.datatype === 'INT8') {
+        expect(output.data).toEqual(s.answer)
+        continue
+      }
+      expect(output.data, s.datatype).toBeUndefined()
+      const size = output.parameters!.binary_data_size
+      expect(answer.data.subarray(at, at + size), s.datatype).toEqual(s.bytes())
+      at += size
+    }
+    expect(at).toBe(answer.data.length)
+  })
+
+  it('answers a plain JSON request that asks for one binary output, the rest as JSON', async () => {
+    const rows = featureRows(2)
+    const res = await fetch(`${backend.url}/v2/models/credit-risk/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'features', shape: [2, 23], datatype: 'FP32', data: Array.from(rows) }], outputs: [{ name: 'probabilities', parameters: { binary_data: true } }] }),
+    })
+    expect(res.status).toBe(200)
+    const answer = await readBinaryAnswer(res)
+    const probabilities = new Float32Array(answer.data.slice().buffer)
+    expect(answer.header.outputs[0].parameters?.binary_data_size).toBe(2 * 2 * 4)
+    expect(probabilities).toHaveLength(4)
+    for (let r = 0; r < 2; r++) expect(probabilities[2 * r] + probabilities[2 * r + 1]).toBeCloseTo(1, 5)
+  })
+
+  it('names the extension in the server metadata, as Triton does', async () => {
+    const metadata = (await (await fetch(`${backend.url}/v2`)).json()) as { extensions: string[] }
+    expect(metadata.extensions).toContain('binary_tensor_data')
   })
 
   it('still serves a plain JSON request after all of these', async () => {
