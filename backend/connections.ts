@@ -28,10 +28,13 @@ const LINGER_CHECK_MS = 50
  */
 export class Connections {
   private readonly sockets = new Set<Socket>()
-  /** The request each connection is on, so a close can tell whether its body is still arriving. */
-  private readonly requests = new WeakMap<Socket, IncomingMessage>()
-  /** Answers not yet started, so a drain can still make them close their connection. */
-  private readonly unanswered = new Set<ServerResponse>()
+  /**
+   * The answer each connection is on (the latest, when a client pipelines; Node sends answers in
+   * order), so a drain can still make it close its connection and a close can tell whether its
+   * request's body is still arriving. One map entry per request: a set of pending answers cost
+   * a 'close' listener per request.
+   */
+  private readonly answers = new WeakMap<Socket, ServerResponse>()
   private readonly lingering = new WeakSet<Socket>()
   private drainStarted = false
   private emptied: (() => void) | undefined
@@ -48,12 +51,8 @@ export class Connections {
   /** The app's listener, with every answer during a drain closing its connection. */
   listener(app: (req: IncomingMessage, res: ServerResponse) => unknown): RequestListener {
     return (req, res) => {
-      this.requests.set(req.socket, req)
+      this.answers.set(req.socket, res)
       if (this.drainStarted) res.setHeader('connection', 'close')
-      else {
-        this.unanswered.add(res)
-        res.once('close', () => this.unanswered.delete(res))
-      }
       void app(req, res)
     }
   }
@@ -64,8 +63,10 @@ export class Connections {
    */
   drain(windowMs: number): Promise<void> {
     this.drainStarted = true
-    for (const res of this.unanswered) if (!res.headersSent) res.setHeader('connection', 'close')
-    this.unanswered.clear()
+    for (const socket of this.sockets) {
+      const res = this.answers.get(socket)
+      if (res !== undefined && !res.headersSent) res.setHeader('connection', 'close')
+    }
     if (this.sockets.size === 0) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
@@ -101,7 +102,7 @@ export class Connections {
     // (so does @hono/node-server once it gives up draining a body): the one place to linger.
     const destroySoon = socket.destroySoon.bind(socket)
     socket.destroySoon = () => {
-      const req = this.requests.get(socket)
+      const req = this.answers.get(socket)?.req
       if (req === undefined || req.complete) destroySoon()
       else this.lingerClose(socket, req)
     }

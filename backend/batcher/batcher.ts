@@ -40,6 +40,11 @@ export interface BatcherOptions {
   maxQueueSize: number
   /** Off: every request runs alone, in arrival order. */
   batching: boolean
+  /**
+   * Every request has the same non-batch dims (no input has a variable inner dimension): all
+   * share one shape key instead of one built per request.
+   */
+  fixedShape?: boolean
   /** The system clock unless a test drives time itself. */
   clock?: BatcherClock
 }
@@ -81,6 +86,9 @@ interface Entry extends Queued {
 }
 
 const RATE_SMOOTHING = 0.2
+
+/** The one shape of a fixed-shape model's requests. */
+const FIXED_SHAPE = ''
 
 /** Input names with their dims past the batch dimension, e.g. `values:5` (variable dims make it differ by request). */
 const shapeKey = (inputs: TensorMap): string => {
@@ -244,7 +252,8 @@ export class Batcher {
     resolve: (r: BatchResult) => void,
     reject: (e: InferenceError) => void,
   ): Entry {
-    const entry: Entry = { inputs: request.inputs, shape: shapeKey(request.inputs), rows: request.rows, outputs: request.outputs, enqueuedAt: now, span: request.span, settled: false, resolve, reject }
+    const shape = this.options.fixedShape ? FIXED_SHAPE : shapeKey(request.inputs)
+    const entry: Entry = { inputs: request.inputs, shape, rows: request.rows, outputs: request.outputs, enqueuedAt: now, span: request.span, settled: false, resolve, reject }
     if (request.deadline !== undefined) {
       entry.expiry = this.clock.setTimeout(() => this.expire(entry), Math.max(0, request.deadline - now))
     }
@@ -347,12 +356,17 @@ export class Batcher {
           return
         }
         // Sliced before anyone is answered: outputs that do not split by rows fail every caller alike.
+        // Plain loops: this runs once per request of the batch, and mapping into entries to build
+        // each answer allocated three arrays per request more than the answer itself.
         let offset = 0
-        const answers = entries.map((entry) => {
-          const mine = Object.fromEntries(entry.outputs.map((name) => [name, sliceRows(results[name], offset, entry.rows)]))
-          offset += entry.rows
-          return mine
-        })
+        const answers: TensorMap[] = new Array(entries.length)
+        for (let i = 0; i < entries.length; i++) {
+          const { outputs: names, rows: count } = entries[i]
+          const mine: TensorMap = {}
+          for (const name of names) mine[name] = sliceRows(results[name], offset, count)
+          answers[i] = mine
+          offset += count
+        }
         this.spans?.end(span)
         entries.forEach((entry, i) => entry.resolve({ outputs: answers[i], queueUs: queueUs[i], computeUs, batchSize: rows, batchReason: reason, batchSeq }))
       },

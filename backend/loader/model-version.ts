@@ -74,6 +74,8 @@ export class ModelVersion {
       executor,
       {
         batching,
+        // Requests are checked against these dims before they queue: without a -1 they all match them.
+        fixedShape: config.inputs.every((input) => !input.dims.includes(-1)),
         maxBatchSize: Math.max(1, config.max_batch_size),
         dispatch: config.dynamic_batching?.dispatch ?? 'idle',
         maxQueueDelayUs: config.dynamic_batching?.max_queue_delay_us ?? 0,
