@@ -11,7 +11,7 @@ const stringHeader = (description: string) => ({ description, schema: { type: 's
 
 export const HEADERS = {
   XRequestId: stringHeader('the request id (the caller\'s X-Request-Id when valid, else generated); quote it when reporting a problem'),
-  RateLimitLimit: integerHeader('requests this API key may make per window (draft-ietf-httpapi-ratelimit-headers)'),
+  RateLimitLimit: integerHeader('requests this API key may make per window (draft-ietf-httpapi-ratelimit-headers); absent for a key limited by a [[ratelimits]] tier, which tells no limit, remaining or reset'),
   RateLimitRemaining: integerHeader('requests left in the current window'),
   RateLimitReset: integerHeader('seconds until the window has room again'),
   RetryAfter: integerHeader('seconds to wait before retrying'),

@@ -1533,7 +1533,7 @@ export interface components {
     headers: {
         /** @description the request id (the caller's X-Request-Id when valid, else generated); quote it when reporting a problem */
         XRequestId: string;
-        /** @description requests this API key may make per window (draft-ietf-httpapi-ratelimit-headers) */
+        /** @description requests this API key may make per window (draft-ietf-httpapi-ratelimit-headers); absent for a key limited by a [[ratelimits]] tier, which tells no limit, remaining or reset */
         RateLimitLimit: number;
         /** @description requests left in the current window */
         RateLimitRemaining: number;
