@@ -73,20 +73,27 @@ const stringElements = (chunk: Uint8Array, length: number, name: string): string
   return out
 }
 
-/** The first element that is not finite (for a model that does not allow them), or that is not a BOOL's 0 or 1. */
+/**
+ * The first element that is not finite (for a model that does not allow them), or that is not a
+ * BOOL's 0 or 1. Plain loops, one per type: they run over every element of a binary input.
+ */
 const badElement = (data: TensorValues, input: TensorConfig): { at: number; expected: string } | undefined => {
-  if (input.datatype === 'BOOL') {
-    const at = (data as Uint8Array).findIndex((v) => v > 1)
-    return at < 0 ? undefined : { at, expected: 'a byte of 0 (false) or 1 (true)' }
+  const { datatype } = input
+  if (datatype === 'BOOL') {
+    const bytes = data as Uint8Array
+    for (let i = 0; i < bytes.length; i++) if (bytes[i] > 1) return { at: i, expected: 'a byte of 0 (false) or 1 (true)' }
+    return undefined
   }
   if (input.allow_non_finite) return undefined
-  if (input.datatype === 'FP16') {
-    const at = (data as Uint16Array).findIndex((bits) => (bits & HALF_EXPONENT) === HALF_EXPONENT)
-    return at < 0 ? undefined : { at, expected: 'a finite FP16 value' }
+  if (datatype === 'FP16') {
+    const bits = data as Uint16Array
+    for (let i = 0; i < bits.length; i++) if ((bits[i] & HALF_EXPONENT) === HALF_EXPONENT) return { at: i, expected: 'a finite FP16 value' }
+    return undefined
   }
-  if (input.datatype === 'FP32' || input.datatype === 'FP64') {
-    const at = (data as Float32Array).findIndex((v) => !Number.isFinite(v))
-    return at < 0 ? undefined : { at, expected: `a finite ${input.datatype} value` }
+  if (datatype === 'FP32' || datatype === 'FP64') {
+    const values = data as Float32Array
+    // v - v is NaN exactly for NaN and ±Infinity.
+    for (let i = 0; i < values.length; i++) if (values[i] - values[i] !== 0) return { at: i, expected: `a finite ${datatype} value` }
   }
   return undefined
 }
