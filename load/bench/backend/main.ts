@@ -29,7 +29,7 @@ import { runWrk, wrkBin } from '../../harness/wrk.ts'
  * the one measured right after the heaviest load, and every run first waits (bounded) for quiet.
  *
  * Env: BENCH_DURATION_S (default 6), BENCH_WARMUP_S (1), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64),
- * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~2 min), BENCH_LOADGEN (wrk | autocannon),
+ * BENCH_QUICK=1 (1 s runs, 1 s warm-up: a smoke check of ~5 min), BENCH_LOADGEN (wrk | autocannon),
  * BENCH_NODES (Node binaries to run every Node row on, comma-separated), BENCH_PYTHON, WRK_BIN.
  */
 
