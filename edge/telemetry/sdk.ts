@@ -4,7 +4,7 @@ import type { Bindings } from '../bindings.ts'
 import { randomHex } from '../random-ids.ts'
 import type { ExportConfig } from './config.ts'
 import { OtlpJsonExporter } from './exporter.ts'
-import { DEFAULT_MAX_WAIT_MS, type Telemetry, type TelemetryOptions } from './index.ts'
+import { DEFAULT_MAX_WAIT_MS, type Telemetry, type TelemetryOptions } from './telemetry.ts'
 import { RequestSpanProcessor } from './request-spans.ts'
 import { samplerFrom } from './sampler.ts'
 

@@ -20,7 +20,8 @@ beforeAll(async () => {
   stack = await startStack({
     backend: { LOG_LEVEL: 'debug', INFER_TOKEN: token },
     keys: [{ name: 'web', scopes: ['predict', 'admin'], rate_limit_per_minute: 600 }],
-    worker: { INFER_TOKEN: token },
+    // Every request's line, not a sample of the successes: the lines are what this suite reads.
+    worker: { INFER_TOKEN: token, REQUEST_LOG_SAMPLE_RATE: '1' },
   })
   ;({ backend, worker: withToken } = stack)
   key = stack.keys.web!
