@@ -111,10 +111,36 @@ export const parseInferResponse = (text: string): InferResponse => {
     typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? json.rawJSON(context.source) : value) as InferResponse
 }
 
-/** The body of a response as JSON, or undefined when it is none. */
-const jsonOf = (res: Response): Promise<unknown> => res.json().catch(() => undefined)
+/** A text as JSON, or undefined when it is none. */
+const jsonOf = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
 
-export const backendError = async (res: Response): Promise<string> => errorOf(await jsonOf(res), res.status)
+export const backendError = async (res: Response): Promise<string> => errorOf(jsonOf(await res.text().catch(() => '')), res.status)
+
+/**
+ * A backend's answer, its body read in full within the attempt's bound: a body that stops
+ * arriving is a timeout like a status that never came, and the timer goes with the attempt.
+ */
+interface Answer {
+  status: number
+  ok: boolean
+  headers: Headers
+  text: string
+}
+
+const errorOfAnswer = ({ text, status }: Answer): string => errorOf(jsonOf(text), status)
+
+/** A successful answer's body, which the protocol makes JSON: anything else is the tier's fault. */
+const jsonAnswer = <T>({ text }: Answer): T => {
+  const body = jsonOf(text)
+  if (body === undefined) throw new Problem(502, 'Bad Gateway', 'the inference tier answered with a body that is not JSON', { slug: 'backend-refused' })
+  return body as T
+}
 
 /**
  * Forwards to the backend over HTTP: deadline-bounded, retried only where a retry cannot
@@ -160,25 +186,25 @@ export class HttpTransport implements Transport, ProtocolReader {
     // The URL names target, model and version; a 503 "not ready" counts against that version only.
     const breaker = this.breakers(call.shadow ? `${url} (shadow)` : url)
     const res = await this.send(url, { method: 'POST', headers, body: JSON.stringify(call.request) }, { deadlineAt: call.deadlineAt }, breaker)
-    if (res.ok) return parseInferResponse(await res.text())
+    if (res.ok) return parseInferResponse(res.text)
     // The backend expired it in its queue at the deadline this call sent, and leaves counting it to the edge (backend/infer/serve.ts).
-    if (res.status === 504) throw new Unanswered(504, `inference tier: ${await backendError(res)}`)
-    throw tierRefusal('inference tier', res.status, await backendError(res), res.headers.get('retry-after') ?? undefined)
+    if (res.status === 504) throw new Unanswered(504, `inference tier: ${errorOfAnswer(res)}`)
+    throw tierRefusal('inference tier', res.status, errorOfAnswer(res), res.headers.get('retry-after') ?? undefined)
   }
 
   async metadata(model: string, requestId: string, deadlineAt?: number): Promise<BackendModelMetadata> {
     const res = await this.send(`${this.baseUrl}/v2/models/${encodeURIComponent(model)}`, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.repositoryBreaker())
     if (res.status === 404) throw new Problem(404, 'Not Found', `unknown model "${model}"`)
-    if (res.status === 401 || res.status === 403 || res.status === 409) throw tierRefusal('inference tier', res.status, await backendError(res))
-    if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
-    return (await res.json()) as BackendModelMetadata
+    if (res.status === 401 || res.status === 403 || res.status === 409) throw tierRefusal('inference tier', res.status, errorOfAnswer(res))
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not describe model "${model}": ${errorOfAnswer(res)}`, res.headers.get('retry-after') ?? '1')
+    return jsonAnswer<BackendModelMetadata>(res)
   }
 
   async models(requestId: string, deadlineAt?: number): Promise<string[]> {
     const res = await this.send(`${this.baseUrl}/v2/models`, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.repositoryBreaker())
-    if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, await backendError(res))
-    if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${await backendError(res)}`, res.headers.get('retry-after') ?? '1')
-    const body = (await res.json()) as { models?: Array<{ name?: unknown }> }
+    if (res.status === 401 || res.status === 403) throw notAuthorized(res.status, errorOfAnswer(res))
+    if (!res.ok) throw new BackendRefusal(503, `inference tier could not list its models: ${errorOfAnswer(res)}`, res.headers.get('retry-after') ?? '1')
+    const body = jsonAnswer<{ models?: Array<{ name?: unknown }> }>(res)
     return (body.models ?? []).flatMap((m) => (typeof m.name === 'string' ? [m.name] : []))
   }
 
@@ -190,7 +216,7 @@ export class HttpTransport implements Transport, ProtocolReader {
     const url = `${this.baseUrl}${path}`
     // One circuit per read: a version answering "not ready" must not open the circuit of health or of other models.
     const res = await this.send(url, { headers: { [HEADERS.requestId]: requestId } }, this.repositoryBudget(deadlineAt), this.readBreakers(url))
-    const body = await jsonOf(res)
+    const body = jsonOf(res.text)
     if (res.status === 200 || (res.status === 503 && isRecord(body) && body.ready === false)) return { status: res.status, body }
     throw tierRefusal('inference tier', res.status, errorOf(body, res.status), res.headers.get('retry-after') ?? undefined)
   }
@@ -219,7 +245,7 @@ export class HttpTransport implements Transport, ProtocolReader {
    * allow a retry; when they do not, the last answer stands. Each attempt tells the backend what
    * remains of the deadline, so its queue drops the request when the caller has stopped waiting.
    */
-  private async send(url: string, outgoing: Outgoing, { deadlineAt, limit }: Budget, breaker: CircuitBreaker): Promise<Response> {
+  private async send(url: string, outgoing: Outgoing, { deadlineAt, limit }: Budget, breaker: CircuitBreaker): Promise<Answer> {
     const left = () => deadlineAt - this.now()
     if (left() < 1) throw deadlinePassed('inference tier', limit)
     if (!breaker.allow()) {
@@ -229,31 +255,37 @@ export class HttpTransport implements Transport, ProtocolReader {
       const answer = await this.attempt(url, outgoing, Math.max(1, Math.floor(left())), breaker, limit)
       const unavailable = answer.status === 503
       if (!unavailable || attempt >= this.retries || left() < 1 || !breaker.allow()) {
-        if (answer instanceof Response) return answer
-        throw answer
+        if (answer instanceof BackendRefusal) throw answer
+        return answer
       }
-      if (answer instanceof Response) await answer.body?.cancel()
     }
   }
 
   /**
-   * One attempt the breaker let out. Its outcome, whatever it is, reaches the breaker before
-   * anything else happens: a probe that reported nothing would hold the circuit half-open.
+   * One attempt the breaker let out, its answer read to the end within `leftMs`. Its outcome,
+   * whatever it is, reaches the breaker before anything else happens: a probe that reported
+   * nothing would hold the circuit half-open. The timer is cleared with the attempt: one left
+   * running until the deadline would outlive thousands of calls under load.
    */
-  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker, limit?: string): Promise<Response | BackendRefusal> {
-    let res: Response
+  private async attempt(url: string, { headers, ...outgoing }: Outgoing, leftMs: number, breaker: CircuitBreaker, limit?: string): Promise<Answer | BackendRefusal> {
+    const timeout = new AbortController()
+    const timer = setTimeout(() => timeout.abort(), leftMs)
+    let answer: Answer
     try {
-      res = await this.fetcher(url, { ...outgoing, headers: { ...headers, ...this.authorization, [HEADERS.deadlineMs]: String(leftMs) }, signal: AbortSignal.timeout(leftMs) })
+      const res = await this.fetcher(url, { ...outgoing, headers: { ...headers, ...this.authorization, [HEADERS.deadlineMs]: String(leftMs) }, signal: timeout.signal })
+      answer = { status: res.status, ok: res.ok, headers: res.headers, text: await res.text() }
     } catch (err) {
       breaker.failure()
       this.reach.failure()
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
       if (timedOut) return deadlinePassed('inference tier', limit)
       return new Unanswered(503, 'inference tier unreachable', String(breaker.retryAfterSeconds()))
+    } finally {
+      clearTimeout(timer)
     }
-    if (res.status >= 500 && res.status !== 504) breaker.failure()
+    if (answer.status >= 500 && answer.status !== 504) breaker.failure()
     else breaker.success()
     this.reach.success()
-    return res
+    return answer
   }
 }

@@ -2,11 +2,10 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { SourceMap, type SourceMapPayload, type SourceMapping } from 'node:module'
 import { runAutocannon } from '../../harness/autocannon.ts'
 import { positiveInt } from '../../harness/env.ts'
-import { cleanUp, installSignalHandlers, within } from '../../harness/processes.ts'
-import { startServer, waitReady } from '../../harness/servers.ts'
+import { cleanUp, installSignalHandlers } from '../../harness/processes.ts'
 import { bundleWorker } from './bundle.ts'
-import { INFER_TOKEN, bindingsFor } from './versus-peer.ts'
-import { MODEL_REPOSITORY, PREDICT_PATH, WARM_USER, benchKey, predictBody } from './workload.ts'
+import { startBenchBackend, startWorker } from './versus-peer.ts'
+import { PREDICT_PATH, WARM_USER, predictBody } from './workload.ts'
 
 /**
  * A CPU profile of the edge worker inside workerd under load, taken with workerd's own V8
@@ -60,18 +59,15 @@ const main = async (): Promise<void> => {
   installSignalHandlers()
   try {
     const durationS = positiveInt('PROFILE_DURATION_S', 8)
-    const backend = await within(60_000, 'the backend', startServer('backend/server.ts', { MODEL_REPOSITORY, INFER_TOKEN }))
-    await waitReady(backend.url)
-    const { key, entry } = await benchKey()
+    const backend = await startBenchBackend()
     const extra = JSON.parse(process.env.PROFILE_BINDINGS ?? '{}') as Record<string, string>
     const peer = process.env.PROFILE_WORKER === 'peer'
-    const both = await bindingsFor(backend.url, entry)
-    const bindings = { ...(peer ? both.peer : both.edge), ...extra }
+    const bindings = { ...(peer ? backend.bindings.peer : backend.bindings.edge), ...extra }
     const bundle = await bundleWorker(peer ? 'load/bench/edge/peer/worker.ts' : undefined)
     // The bundle is minified: names and places come from its source map.
     const map = new SourceMap(JSON.parse(await readFile(`${bundle}.map`, 'utf8')) as SourceMapPayload)
-    const edge = await within(60_000, 'the worker', startServer('load/harness/workerd-host.ts', { EDGE_BUNDLE: bundle, EDGE_BINDINGS: JSON.stringify(bindings), INSPECTOR_PORT: String(INSPECTOR_PORT) }))
-    const options = { url: `${edge.url}${PREDICT_PATH}`, body: predictBody(1, WARM_USER), headers: { authorization: `Bearer ${key}` }, connections: positiveInt('BENCH_CONNECTIONS', 16) }
+    const { server: edge } = await startWorker('the worker', bundle, bindings, { INSPECTOR_PORT: String(INSPECTOR_PORT) })
+    const options = { url: `${edge.url}${PREDICT_PATH}`, body: predictBody(1, WARM_USER), headers: { authorization: `Bearer ${backend.key}` }, connections: positiveInt('BENCH_CONNECTIONS', 16) }
     await runAutocannon({ ...options, durationS: 2 })
     const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as Array<{ id: string; webSocketDebuggerUrl?: string }>
     const target = targets.find((t) => t.id.includes('core:user:'))

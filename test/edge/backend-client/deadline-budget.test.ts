@@ -1,8 +1,11 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { InferResponse } from '../../../shared/protocol.ts'
 import { FallbackTransport } from '../../../edge/backend-client/fallback.ts'
-import { HttpTransport } from '../../../edge/backend-client/http.ts'
+import { HttpTransport, Unanswered } from '../../../edge/backend-client/http.ts'
 import type { BackendModelMetadata, InferCall, Transport } from '../../../edge/backend-client/transport.ts'
+import { Problem } from '../../../edge/problem.ts'
 import { manualClock } from '../pipeline/enrich/support.ts'
 
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
@@ -72,5 +75,60 @@ describe('deadlines across retries and the fallback', () => {
     // The primary had 750 ms: a 503 after 500, a retry with the 250 left that timed out.
     expect(backend.sentDeadlines).toEqual([750, 250])
     expect(lambda.leftAtCall).toEqual([250])
+  })
+})
+
+/** A real HTTP backend that sends its status and headers, then `bodyAfterMs` later (or never) its body. */
+const stallingBackend = async (bodyAfterMs: number | undefined, body: string) => {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) })
+    res.flushHeaders()
+    if (bodyAfterMs !== undefined) setTimeout(() => res.end(body), bodyAfterMs)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())).then(() => undefined) }
+}
+
+const answer = JSON.stringify({ model_name: 'm', id: 'x', parameters: {}, outputs: [{ name: 'p', datatype: 'FP32', shape: [1], data: [0.5] }] })
+const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+
+describe('the deadline bounds the whole answer, body included', () => {
+  it('answers 504 at the deadline when the backend sends its headers and then stalls its body', async () => {
+    const backend = await stallingBackend(undefined, answer)
+    try {
+      const transport = new HttpTransport({ baseUrl: backend.url, retries: 0 })
+      const refused = await transport.infer(call(Date.now() + 300)).then(() => undefined, (err: unknown) => err)
+      expect(refused).toBeInstanceOf(Unanswered)
+      expect((refused as Unanswered).status).toBe(504)
+    } finally {
+      backend.close().catch(() => undefined)
+    }
+  })
+
+  it('reads a body that arrives within the deadline, and leaves no timer running once the call is answered', async () => {
+    const backend = await stallingBackend(50, answer)
+    try {
+      const transport = new HttpTransport({ baseUrl: backend.url })
+      const before = timers()
+      const answered = await Promise.all(Array.from({ length: 20 }, () => transport.infer(call(Date.now() + 60_000))))
+      expect(answered.map((a) => a.outputs[0].data)).toEqual(Array.from({ length: 20 }, () => [0.5]))
+      // A timer per call left until its 60 s deadline would show here as 20 more.
+      expect(timers()).toBeLessThanOrEqual(before)
+    } finally {
+      await backend.close()
+    }
+  })
+})
+
+describe('a backend answer that is not the protocol', () => {
+  it('turns a 200 whose body is not JSON into a 502 problem naming the tier, on metadata and on the model list', async () => {
+    const transport = new HttpTransport({ baseUrl: 'http://backend', fetch: async () => new Response('<html>proxy error page</html>', { status: 200 }) })
+    for (const read of [() => transport.metadata('m', 'bad-body-1'), () => transport.models('bad-body-2')]) {
+      const refused = await read().then(() => undefined, (err: unknown) => err)
+      expect(refused).toBeInstanceOf(Problem)
+      expect((refused as Problem).status).toBe(502)
+      expect((refused as Problem).detail).toMatch(/inference tier.*not JSON/)
+    }
   })
 })
