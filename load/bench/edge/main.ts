@@ -9,6 +9,7 @@ import { WORKERD_RATIO_TARGET, measureInWorkerd, type WorkerdPipelineResult, typ
 import { formatInstructionsTable } from './instructions.ts'
 import { bundleWorker } from './bundle.ts'
 import { formatVersusPeer, measureVersusPeer, versusPeerSettings } from './versus-peer.ts'
+import { formatWorkerdInstructions, measureWorkerdInstructions, workerdInstructionsSettings } from './workerd-instructions.ts'
 import { formatStartup, measureStartup } from './startup.ts'
 import { formatRateLimits, measureRateLimits, rateLimitSettings } from './rate-limit.ts'
 import { instructionsGate, instructionsLegend, measureInstructions, readInstructionsSettings } from './instructions-run.ts'
@@ -31,7 +32,8 @@ import { positiveInt } from '../../harness/env.ts'
  * BENCH_PEER_ROUNDS (3) and BENCH_PEER_DURATION_S (8) for the edge against the peer worker
  * (load/bench/edge/versus-peer.ts, issue 34's edge targets), BENCH_RATE_LIMIT_ROUNDS (3),
  * BENCH_RATE_LIMIT_DURATION_S (5) and BENCH_RATE_LIMIT_CONNECTIONS (4) for the rate-limit modes
- * (load/bench/edge/rate-limit.ts).
+ * (load/bench/edge/rate-limit.ts), BENCH_WORKERD_INSTRUCTIONS_* for the edge and the peer worker
+ * counted in workerd (load/bench/edge/workerd-instructions.ts).
  */
 
 interface Settings {
@@ -199,7 +201,8 @@ const main = async (): Promise<void> => {
     ].join('\n')
     process.stdout.write(`\n${formatEdgeTable(pipeline, workerd, e2e)}\n\n${legend}\n`)
     // Issue 34's targets: the edge against the minimal peer worker, both in workerd, with their duplicates.
-    const versus = await measureVersusPeer(versusPeerSettings(), { edge: bundle, peer: await bundleWorker('load/bench/edge/peer/worker.ts') }, progress)
+    const peerBundle = await bundleWorker('load/bench/edge/peer/worker.ts')
+    const versus = await measureVersusPeer(versusPeerSettings(), { edge: bundle, peer: peerBundle }, progress)
     process.stdout.write(`\n${formatVersusPeer(versus)}\n`)
     progress('worker startup: each worker in fresh workerd processes, edge and floor in turn')
     process.stdout.write(`\n${formatStartup(await measureStartup())}\n`)
@@ -212,6 +215,8 @@ const main = async (): Promise<void> => {
       progress(`instructions per request under valgrind on ${process.version} (${instructionsSettings.repetitions} × 2 processes per app, a few minutes)`)
       const figure = await measureInstructions(process.execPath, instructionsSettings, progress)
       process.stdout.write(`\n${formatInstructionsTable(figure)}\n\n${instructionsLegend(process.version, instructionsSettings, figure)}\n`)
+      progress('edge and peer worker in workerd under valgrind, instructions per predict')
+      process.stdout.write(`\n${formatWorkerdInstructions(await measureWorkerdInstructions({ edge: bundle, peer: peerBundle }, workerdInstructionsSettings(), progress))}\n`)
     }
     process.stdout.write(`\nLoad average (1/5/15 min) at the start of the run ${load0.map((x) => x.toFixed(2)).join(' ')}, at its end ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`)
   } finally {

@@ -14,7 +14,7 @@ import { PREDICT_PATH, WARM_USER, predictBody } from './workload.ts'
  * Env: PROFILE_DURATION_S (8), BENCH_CONNECTIONS (16), PROFILE_BINDINGS (JSON added to the worker's),
  * PROFILE_WORKER (`peer`: the bench's minimal peer worker instead of the edge).
  */
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }; hitCount?: number; children?: number[] }
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }; hitCount?: number; children?: number[]; positionTicks?: Array<{ line: number; ticks: number }> }
 interface Profile { nodes: ProfileNode[]; startTime: number; endTime: number; samples?: number[]; timeDeltas?: number[] }
 
 const INSPECTOR_PORT = 9_329
@@ -55,6 +55,22 @@ const selfTime = (profile: Profile, keyOf: (n: ProfileNode) => string): Array<[s
   return [...totals].sort((a, b) => b[1] - a[1])
 }
 
+/** Self time per original source line, from each function's line ticks (a line of the unminified bundle each). */
+const lineTime = (profile: Profile, placeOf: (n: ProfileNode, generatedLine: number) => { file: string; line: number } | undefined): Array<[string, number]> => {
+  const samples = profile.samples?.length ?? 0
+  const msPerTick = samples > 0 ? (profile.endTime - profile.startTime) / 1000 / samples : 0
+  const totals = new Map<string, number>()
+  for (const node of profile.nodes) {
+    for (const { line, ticks } of node.positionTicks ?? []) {
+      const place = placeOf(node, line - 1)
+      if (place === undefined) continue
+      const key = `${place.file}:${place.line}`
+      totals.set(key, (totals.get(key) ?? 0) + ticks * msPerTick)
+    }
+  }
+  return [...totals].sort((a, b) => b[1] - a[1])
+}
+
 const main = async (): Promise<void> => {
   installSignalHandlers()
   try {
@@ -63,8 +79,8 @@ const main = async (): Promise<void> => {
     const extra = JSON.parse(process.env.PROFILE_BINDINGS ?? '{}') as Record<string, string>
     const peer = process.env.PROFILE_WORKER === 'peer'
     const bindings = { ...(peer ? backend.bindings.peer : backend.bindings.edge), ...extra }
-    const bundle = await bundleWorker(peer ? 'load/bench/edge/peer/worker.ts' : undefined)
-    // The bundle is minified: names and places come from its source map.
+    // Unminified, so that the profile's line ticks fall on single statements; names and places come from the source map.
+    const bundle = await bundleWorker(peer ? 'load/bench/edge/peer/worker.ts' : undefined, undefined, { minify: false })
     const map = new SourceMap(JSON.parse(await readFile(`${bundle}.map`, 'utf8')) as SourceMapPayload)
     const { server: edge } = await startWorker('the worker', bundle, bindings, { INSPECTOR_PORT: String(INSPECTOR_PORT) })
     const options = { url: `${edge.url}${PREDICT_PATH}`, body: predictBody(1, WARM_USER), headers: { authorization: `Bearer ${backend.key}` }, connections: positiveInt('BENCH_CONNECTIONS', 16) }
@@ -83,8 +99,9 @@ const main = async (): Promise<void> => {
     await writeFile(out, JSON.stringify(profile))
     const totalMs = (profile.endTime - profile.startTime) / 1000
     const line = ([name, ms]: [string, number]) => `${ms.toFixed(0).padStart(7)} ms  ${((100 * ms) / totalMs).toFixed(1).padStart(5)}%  ${name}`
-    const origin = ({ callFrame: f }: ProfileNode) => {
-      const entry = f.url.endsWith('worker.js') ? (map.findEntry(f.lineNumber, f.columnNumber) as Partial<SourceMapping>) : undefined
+    const origin = ({ callFrame: f }: ProfileNode, generatedLine?: number) => {
+      const [at, column] = generatedLine === undefined ? [f.lineNumber, f.columnNumber] : [generatedLine, Number.MAX_SAFE_INTEGER]
+      const entry = f.url.endsWith('worker.js') ? (map.findEntry(at, column) as Partial<SourceMapping>) : undefined
       return entry?.originalSource !== undefined && entry.originalLine !== undefined ? { file: entry.originalSource.replace(/^.*?\/(node_modules|edge|shared)\//, '$1/'), line: entry.originalLine + 1, name: (entry as { name?: string }).name ?? f.functionName } : undefined
     }
     const moduleOf = (n: ProfileNode) => origin(n)?.file ?? (n.callFrame.url ? n.callFrame.url.replace(/^.*\//, '') : `(${n.callFrame.functionName || 'native'})`)
@@ -98,6 +115,8 @@ const main = async (): Promise<void> => {
       ...selfTime(profile, functionOf).slice(0, 40).map(line),
       'self time by module:',
       ...selfTime(profile, moduleOf).slice(0, 25).map(line),
+      'self time by source line:',
+      ...lineTime(profile, (n, generatedLine) => origin(n, generatedLine)).slice(0, 40).map(line),
     ].join('\n') + '\n')
   } finally {
     await cleanUp()
