@@ -6,6 +6,7 @@ import { cleanUp, installSignalHandlers, interrupted, onCleanup } from '../../ha
 import { ROOT } from '../../harness/servers.ts'
 import { formatVerdicts } from '../../harness/verdict.ts'
 import { bundleWorker } from './bundle.ts'
+import { countContenders, formatWorkerdInstructions, workerdInstructionsSettings } from './workerd-instructions.ts'
 import { type Contender, type FigureTarget, formatRows, measureContenders, verdictsOf, versusPeerSettings } from './versus-peer.ts'
 
 /**
@@ -13,6 +14,8 @@ import { type Contender, type FigureTarget, formatRows, measureContenders, verdi
  * backend: `npx tsx load/bench/edge/ab.ts <a> <b>`, each a commit (`HEAD~1`, a hash) or `.` for
  * the working tree. What a change to the worker's hot path buys, judged on ratios of one run.
  * Env as `bench:edge`'s edge-vs-peer section: BENCH_PEER_ROUNDS, BENCH_PEER_DURATION_S, BENCH_WARMUP_S, BENCH_CONNECTIONS.
+ * AB_INSTRUCTIONS=1 counts instructions per predict under valgrind instead (load/bench/edge/workerd-instructions.ts,
+ * its BENCH_WORKERD_INSTRUCTIONS_* env): no duplicates needed, a count does not move with the neighbours.
  */
 /** Whether b is at least as cheap and as fast as a; the noise column says whether the difference is more than noise. */
 const TARGETS: readonly FigureTarget[] = [
@@ -38,6 +41,12 @@ const main = async (): Promise<void> => {
   const load0 = loadavg()
   try {
     const bundles = { a: await bundleRef(refA), b: await bundleRef(refB) }
+    if (process.env.AB_INSTRUCTIONS === '1') {
+      const settings = workerdInstructionsSettings()
+      const workers = await countContenders([{ name: 'a', bundle: bundles.a, kind: 'edge' }, { name: 'b', bundle: bundles.b, kind: 'edge' }], settings, (m) => process.stderr.write(`${m}\n`))
+      process.stdout.write(`a = ${refA}, b = ${refB}\n${formatWorkerdInstructions({ settings, workers, ratio: workers[1]!.mean / workers[0]!.mean, ratioName: 'b ÷ a' })}\n`)
+      return
+    }
     const contenders = ({ bindings }: { bindings: { edge: Record<string, string> } }): Contender[] =>
       (['a', 'b', 'a (dup)', 'b (dup)'] as const).map((name) => ({ name, bundle: bundles[name[0] as 'a' | 'b'], bindings: bindings.edge }))
     const rows = await measureContenders(versusPeerSettings(), contenders, (m) => process.stderr.write(`${m}\n`))

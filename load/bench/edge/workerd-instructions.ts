@@ -87,8 +87,15 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+/** A worker to count: its bundle and which bindings it takes (the edge's or the peer worker's). */
+export interface CountedBundle {
+  name: string
+  bundle: string
+  kind: CountedWorker
+}
+
 interface Job {
-  worker: CountedWorker
+  contender: CountedBundle
   repetition: number
   requests: number
 }
@@ -131,65 +138,71 @@ const count = async (bundle: string, bindings: Readonly<Record<string, string>>,
 }
 
 export interface WorkerInstructions {
-  worker: CountedWorker
+  name: string
   /** Instructions per predict of each repetition. */
   perPredict: number[]
   mean: number
 }
 
-export interface WorkerdInstructionsResult {
-  settings: WorkerdInstructionsSettings
-  edge: WorkerInstructions
-  peer: WorkerInstructions
-  /** edge mean ÷ peer mean. */
-  ratio: number
-}
-
-/** Both workers, `repetitions` times each with `low` and `high` predicts, two processes at a time (valgrind runs a process's threads one at a time). */
-export const measureWorkerdInstructions = async (
-  bundles: Readonly<Record<CountedWorker, string>>,
+/**
+ * Each contender `repetitions` times with `low` and `high` predicts, two processes at a time
+ * (valgrind runs a process's threads one at a time, so two use the two cores).
+ */
+export const countContenders = async (
+  contenders: readonly CountedBundle[],
   settings: WorkerdInstructionsSettings,
   progress: (message: string) => void,
-): Promise<WorkerdInstructionsResult> => {
+): Promise<WorkerInstructions[]> => {
   const backend = await startBenchBackend()
   try {
     const jobs: Job[] = []
     for (let repetition = 0; repetition < settings.repetitions; repetition++) {
-      for (const worker of ['edge', 'peer'] as const) for (const requests of [settings.low, settings.high]) jobs.push({ worker, repetition, requests })
+      for (const contender of contenders) for (const requests of [settings.low, settings.high]) jobs.push({ contender, repetition, requests })
     }
     const counts = new Map<Job, number>()
     let next = 0
     const lane = async (): Promise<void> => {
       while (next < jobs.length) {
         const job = jobs[next++]!
-        counts.set(job, await count(bundles[job.worker], backend.bindings[job.worker], backend.key, job.requests, settings))
-        progress(`workerd instructions: ${counts.size}/${jobs.length} (${job.worker}, repetition ${job.repetition + 1}, ${job.requests} predicts: ${counts.get(job)})`)
+        counts.set(job, await count(job.contender.bundle, backend.bindings[job.contender.kind], backend.key, job.requests, settings))
+        progress(`workerd instructions: ${counts.size}/${jobs.length} (${job.contender.name}, repetition ${job.repetition + 1}, ${job.requests} predicts: ${counts.get(job)})`)
       }
     }
     await Promise.all([lane(), lane()])
-    const of = (worker: CountedWorker): WorkerInstructions => {
+    return contenders.map((contender) => {
       const perPredict = Array.from({ length: settings.repetitions }, (_, repetition) => {
-        const run = (requests: number) => ({ requests, instructions: counts.get(jobs.find((j) => j.worker === worker && j.repetition === repetition && j.requests === requests)!)! })
+        const run = (requests: number) => ({ requests, instructions: counts.get(jobs.find((j) => j.contender === contender && j.repetition === repetition && j.requests === requests)!)! })
         return instructionsPerRequest(run(settings.low), run(settings.high))
       })
-      return { worker, perPredict, mean: perPredict.reduce((a, b) => a + b, 0) / perPredict.length }
-    }
-    const edge = of('edge')
-    const peer = of('peer')
-    return { settings, edge, peer, ratio: edge.mean / peer.mean }
+      return { name: contender.name, perPredict, mean: perPredict.reduce((x, y) => x + y, 0) / perPredict.length }
+    })
   } finally {
     await backend.server.stop()
   }
 }
 
+export interface WorkerdInstructionsResult {
+  settings: WorkerdInstructionsSettings
+  workers: WorkerInstructions[]
+  /** The first worker's mean ÷ the second's. */
+  ratio: number
+  ratioName: string
+}
+
+/** The edge and the peer worker (bench:edge's section). */
+export const measureWorkerdInstructions = async (bundles: Readonly<Record<CountedWorker, string>>, settings: WorkerdInstructionsSettings, progress: (message: string) => void): Promise<WorkerdInstructionsResult> => {
+  const workers = await countContenders([{ name: 'edge', bundle: bundles.edge, kind: 'edge' }, { name: 'peer', bundle: bundles.peer, kind: 'peer' }], settings, progress)
+  return { settings, workers, ratio: workers[0]!.mean / workers[1]!.mean, ratioName: 'edge ÷ peer worker' }
+}
+
 const millions = (x: number): string => (Number.isFinite(x) ? `${(x / 1e6).toFixed(2)} M` : '-')
 
-export const formatWorkerdInstructions = ({ settings, edge, peer, ratio }: WorkerdInstructionsResult): string => [
+export const formatWorkerdInstructions = ({ settings, workers, ratio, ratioName }: WorkerdInstructionsResult): string => [
   formatTable(
     ['worker in workerd (valgrind)', 'instructions per predict, by repetition', 'mean'],
     [
-      ...[edge, peer].map((w) => [w.worker, w.perPredict.map(millions).join(', '), millions(w.mean)]),
-      ['edge ÷ peer worker', '', Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '-'],
+      ...workers.map((w) => [w.name, w.perPredict.map(millions).join(', '), millions(w.mean)]),
+      [ratioName, '', Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '-'],
     ],
     ['left', 'right', 'right'],
   ),
