@@ -6,7 +6,7 @@ import { cleanUp, installSignalHandlers, interrupted, onCleanup } from '../../ha
 import { ROOT } from '../../harness/servers.ts'
 import { formatVerdicts } from '../../harness/verdict.ts'
 import { bundleWorker } from './bundle.ts'
-import { countContenders, formatWorkerdInstructions, workerdInstructionsSettings } from './workerd-instructions.ts'
+import { countContenders, formatWorkerdInstructions, instructionsVerdict, workerdInstructionsSettings } from './workerd-instructions.ts'
 import { type Contender, type FigureTarget, formatRows, measureContenders, verdictsOf, versusPeerSettings } from './versus-peer.ts'
 
 /**
@@ -44,7 +44,8 @@ const main = async (): Promise<void> => {
     if (process.env.AB_INSTRUCTIONS === '1') {
       const settings = workerdInstructionsSettings()
       const workers = await countContenders([{ name: 'a', bundle: bundles.a, kind: 'edge' }, { name: 'b', bundle: bundles.b, kind: 'edge' }], settings, (m) => process.stderr.write(`${m}\n`))
-      process.stdout.write(`a = ${refA}, b = ${refB}\n${formatWorkerdInstructions({ settings, workers, ratio: workers[1]!.mean / workers[0]!.mean, ratioName: 'b ÷ a' })}\n`)
+      const verdict = instructionsVerdict([workers[1]!, workers[0]!], { name: 'b ÷ a: instructions per predict', unit: 'instr', comparator: '≤', target: 1 })
+      process.stdout.write(`a = ${refA}, b = ${refB}\n${formatWorkerdInstructions({ settings, workers, verdict })}\n`)
       return
     }
     const contenders = ({ bindings }: { bindings: { edge: Record<string, string> } }): Contender[] =>

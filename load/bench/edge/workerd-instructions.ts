@@ -7,6 +7,7 @@ import { positiveInt } from '../../harness/env.ts'
 import { onCleanup, spawnChild } from '../../harness/processes.ts'
 import { ROOT } from '../../harness/servers.ts'
 import { formatTable } from '../../harness/table.ts'
+import { type RatioTarget, type Verdict, formatVerdicts, judge } from '../../harness/verdict.ts'
 import { INSTRUCTIONS_SH } from './instructions-run.ts'
 import { instructionsPerRequest, parseInstructionCount } from './instructions.ts'
 import { startBenchBackend } from './versus-peer.ts'
@@ -35,12 +36,12 @@ export interface WorkerdInstructionsSettings {
   connections: number
 }
 
-/** Env: BENCH_WORKERD_INSTRUCTIONS_WARMUP (1500), _LOW (200), _HIGH (1200), _REPETITIONS (2), _CONNECTIONS (4). */
+/** Env: BENCH_WORKERD_INSTRUCTIONS_WARMUP (1500), _LOW (200), _HIGH (1200), _REPETITIONS (3), _CONNECTIONS (4). */
 export const workerdInstructionsSettings = (): WorkerdInstructionsSettings => ({
   warmup: positiveInt('BENCH_WORKERD_INSTRUCTIONS_WARMUP', 1_500),
   low: positiveInt('BENCH_WORKERD_INSTRUCTIONS_LOW', 200),
   high: positiveInt('BENCH_WORKERD_INSTRUCTIONS_HIGH', 1_200),
-  repetitions: positiveInt('BENCH_WORKERD_INSTRUCTIONS_REPETITIONS', 2),
+  repetitions: positiveInt('BENCH_WORKERD_INSTRUCTIONS_REPETITIONS', 3),
   connections: positiveInt('BENCH_WORKERD_INSTRUCTIONS_CONNECTIONS', 4),
 })
 
@@ -141,7 +142,11 @@ export interface WorkerInstructions {
   name: string
   /** Instructions per predict of each repetition. */
   perPredict: number[]
-  mean: number
+  /**
+   * The fewest: a GC cycle or a recompile landing in one count only adds work, so the least a
+   * repetition needed is the worker's steady cost (one such repetition read 1.7× its twin).
+   */
+  least: number
 }
 
 /**
@@ -174,7 +179,7 @@ export const countContenders = async (
         const run = (requests: number) => ({ requests, instructions: counts.get(jobs.find((j) => j.contender === contender && j.repetition === repetition && j.requests === requests)!)! })
         return instructionsPerRequest(run(settings.low), run(settings.high))
       })
-      return { name: contender.name, perPredict, mean: perPredict.reduce((x, y) => x + y, 0) / perPredict.length }
+      return { name: contender.name, perPredict, least: Math.min(...perPredict) }
     })
   } finally {
     await backend.server.stop()
@@ -184,31 +189,37 @@ export const countContenders = async (
 export interface WorkerdInstructionsResult {
   settings: WorkerdInstructionsSettings
   workers: WorkerInstructions[]
-  /** The first worker's mean ÷ the second's. */
-  ratio: number
-  ratioName: string
+  /** The first worker's against the second's, with a bound for bench:edge's edge ÷ peer. */
+  verdict: Verdict
 }
 
 /** The edge and the peer worker (bench:edge's section). */
 export const measureWorkerdInstructions = async (bundles: Readonly<Record<CountedWorker, string>>, settings: WorkerdInstructionsSettings, progress: (message: string) => void): Promise<WorkerdInstructionsResult> => {
   const workers = await countContenders([{ name: 'edge', bundle: bundles.edge, kind: 'edge' }, { name: 'peer', bundle: bundles.peer, kind: 'peer' }], settings, progress)
-  return { settings, workers, ratio: workers[0]!.mean / workers[1]!.mean, ratioName: 'edge ÷ peer worker' }
+  return { settings, workers, verdict: instructionsVerdict(workers, { name: 'edge ÷ peer worker in workerd: instructions per predict', unit: 'instr', comparator: '≤', target: 1.2 }) }
 }
 
 const millions = (x: number): string => (Number.isFinite(x) ? `${(x / 1e6).toFixed(2)} M` : '-')
 
-export const formatWorkerdInstructions = ({ settings, workers, ratio, ratioName }: WorkerdInstructionsResult): string => [
+/**
+ * The first worker's least ÷ the second's against `target`; the noise column holds each side's
+ * least ÷ its most, the spread of its repetitions.
+ */
+export const instructionsVerdict = ([a, b]: readonly WorkerInstructions[], target: RatioTarget): Verdict =>
+  judge(target, a?.least, b?.least, { a: a && Math.max(...a.perPredict), b: b && Math.max(...b.perPredict) })
+
+export const formatWorkerdInstructions = ({ settings, workers, verdict }: WorkerdInstructionsResult): string => [
   formatTable(
-    ['worker in workerd (valgrind)', 'instructions per predict, by repetition', 'mean'],
-    [
-      ...workers.map((w) => [w.name, w.perPredict.map(millions).join(', '), millions(w.mean)]),
-      [ratioName, '', Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '-'],
-    ],
+    ['worker in workerd (valgrind)', 'instructions per predict, by repetition', 'least'],
+    workers.map((w) => [w.name, w.perPredict.map(millions).join(', '), millions(w.least)]),
     ['left', 'right', 'right'],
   ),
   '',
+  formatVerdicts([{ node: '-', verdicts: [verdict] }]),
+  '',
   `Instructions per predict end to end in workerd: each worker's bundle in \`workerd serve\` under valgrind's callgrind (shared/tools/instructions.sh), in front of the real backend (not counted);`,
-  `  ${settings.warmup} warm-up predicts, then ${settings.low} or ${settings.high} more, ${settings.connections} at a time; (count with ${settings.high} − count with ${settings.low}) ÷ ${settings.high - settings.low}; ${settings.repetitions} repetitions.`,
+  `  ${settings.warmup} warm-up predicts, then ${settings.low} or ${settings.high} more, ${settings.connections} at a time; (count with ${settings.high} − count with ${settings.low}) ÷ ${settings.high - settings.low}; ${settings.repetitions} repetitions, judged on`,
+  `  each worker's least (a GC cycle or a recompile in one count only adds work); noise here = a side's least ÷ its most.`,
   `  Every thread of workerd is counted (its HTTP, the V8 compiler's background work, GC). A count, not time: cache misses and a contended core cost nothing here, so it reads flatter than CPU time.`,
   `  Env: BENCH_WORKERD_INSTRUCTIONS_WARMUP, _LOW, _HIGH, _REPETITIONS, _CONNECTIONS; skipped with the other instruction counts (BENCH_INSTRUCTIONS=0).`,
 ].join('\n')

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cleanUp, spawnChild, type Child } from '../../../../load/harness/processes.ts'
 import { bundleWorker } from '../../../../load/bench/edge/bundle.ts'
 import { startBenchBackend, type BenchBackend } from '../../../../load/bench/edge/versus-peer.ts'
-import { WORKERD, capnpString, freePort, workerdDirectory } from '../../../../load/bench/edge/workerd-instructions.ts'
+import { WORKERD, capnpString, freePort, instructionsVerdict, workerdDirectory } from '../../../../load/bench/edge/workerd-instructions.ts'
 import { PREDICT_PATH, WARM_USER, predictBody } from '../../../../load/bench/edge/workload.ts'
 
 describe("the config the instruction count runs workerd on", () => {
@@ -41,5 +41,21 @@ describe("the config the instruction count runs workerd on", () => {
       expect(((await answered.json()) as { predictions: Array<{ label: string }> }).predictions).toHaveLength(1)
       expect((await ask('ei_not_the_bench_key')).status).toBe(401)
     })
+  })
+})
+
+describe('the instructions verdict', () => {
+  const target = { name: 'edge ÷ peer', unit: 'instr', comparator: '≤', target: 1.2 } as const
+  it('judges the least repetition of each side, and shows each side\'s least ÷ most as its noise', () => {
+    const verdict = instructionsVerdict([{ name: 'edge', perPredict: [1.4e6, 1.3e6], least: 1.3e6 }, { name: 'peer', perPredict: [1.0e6, 1.6e6], least: 1.0e6 }], target)
+    expect(verdict.measured).toBeCloseTo(1.3)
+    expect(verdict.pass).toBe(false)
+    expect(verdict.noise.a).toBeCloseTo(1.3 / 1.4)
+    expect(verdict.noise.b).toBeCloseTo(1.0 / 1.6)
+    expect(instructionsVerdict([{ name: 'edge', perPredict: [1.1e6], least: 1.1e6 }, { name: 'peer', perPredict: [1e6], least: 1e6 }], target).pass).toBe(true)
+  })
+
+  it('never passes a side that was not counted', () => {
+    expect(instructionsVerdict([{ name: 'edge', perPredict: [1e6], least: 1e6 }], target).pass).toBe(false)
   })
 })
