@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeModelConfig, writeModelVersion } from '../../tools/training/repository-writer.ts'
 import { startBackend, type BackendProcess } from './support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from './support/fixture-repository.ts'
+import { type ElemType, encodeModel, tensorInfo } from './support/onnx-graph.ts'
 
 // A corpus of malformed and hostile requests against the real server (child process, real
 // sessions). Each must be refused with the right status and an `{"error": "..."}` body that says
@@ -30,13 +31,9 @@ const BOM = '\uFEFF'
 // Extra models: an INT64 + BOOL model with two inputs and two outputs, a BYTES model, a model
 // without a batch dimension and one that admits non-finite floats.
 
-type ElemType = 'FLOAT' | 'INT64' | 'BOOL' | 'STRING'
-const batched = (name: string, type: ElemType, width: number): onnxProto.onnx.IValueInfoProto => ({
-  name,
-  type: { tensorType: { elemType: onnx.TensorProto.DataType[type], shape: { dim: [{ dimParam: 'batch' }, { dimValue: width }] } } },
-})
+const batched = (name: string, type: ElemType, width: number) => tensorInfo(name, type, ['batch', width])
 const onnxModel = (name: string, graph: Omit<onnxProto.onnx.IGraphProto, 'name'>): Uint8Array =>
-  onnx.ModelProto.encode({ irVersion: 8, opsetImport: [{ domain: '', version: 17 }], producerName: 'edge-infer-tests', graph: { name, ...graph } }).finish()
+  encodeModel({ name, ...graph })
 
 /** `masked = ids * mask`, `mask_echo = mask`: INT64 and BOOL inputs, two outputs. */
 const addMixedModel = async (root: string) => {

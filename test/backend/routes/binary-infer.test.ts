@@ -1,18 +1,17 @@
-import onnxProto from 'onnx-proto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Datatype } from '../../../shared/datatypes.ts'
 import { writeModelConfig, writeModelVersion } from '../../../tools/training/repository-writer.ts'
 import { startBackend, type BackendProcess } from '../support/backend-process.ts'
 import { createFixtureRepository, type FixtureRepository } from '../support/fixture-repository.ts'
+import { type ElemType, encodeModel, tensorInfo } from '../support/onnx-graph.ts'
 
 // The binary tensor data extension against the real server: a JSON header of
 // Inference-Header-Content-Length bytes, then each binary input's (or output's) raw little-endian data.
 
-const { onnx } = onnxProto
 const MAX_BODY_BYTES = 65_536
 
 /** Every datatype with its ONNX element type and two sample values, as bytes and as the JSON answer gives them back. */
-const SAMPLES: ReadonlyArray<{ datatype: Datatype; onnxType: string; bytes: () => Uint8Array; answer: unknown[] }> = [
+const SAMPLES: ReadonlyArray<{ datatype: Datatype; onnxType: ElemType; bytes: () => Uint8Array; answer: unknown[] }> = [
   { datatype: 'FP32', onnxType: 'FLOAT', bytes: () => bytesOf(new Float32Array([1.5, -0.25])), answer: [1.5, -0.25] },
   { datatype: 'FP64', onnxType: 'DOUBLE', bytes: () => bytesOf(new Float64Array([0.1, -1e300])), answer: [0.1, -1e300] },
   // 0x3c00 is 1, 0xc000 is -2 in half precision.
@@ -66,21 +65,13 @@ const addEchoModel = async (root: string) => {
     dynamic_batching: { max_queue_delay_us: 500 },
     execution_providers: ['cpu'],
   })
-  const info = (name: string, type: string): onnxProto.onnx.IValueInfoProto => ({
-    name,
-    type: { tensorType: { elemType: onnx.TensorProto.DataType[type as keyof typeof onnx.TensorProto.DataType], shape: { dim: [{ dimParam: 'batch' }, { dimValue: 2 }] } } },
+  const info = (name: string, type: ElemType) => tensorInfo(name, type, ['batch', 2])
+  const model = encodeModel({
+    name: 'echo',
+    input: SAMPLES.map((s) => info(inputName(s.datatype), s.onnxType)),
+    output: SAMPLES.map((s) => info(outputName(s.datatype), s.onnxType)),
+    node: SAMPLES.map((s) => ({ opType: 'Identity', name: `echo_${s.datatype}`, input: [inputName(s.datatype)], output: [outputName(s.datatype)] })),
   })
-  const model = onnx.ModelProto.encode({
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 17 }],
-    producerName: 'edge-infer-tests',
-    graph: {
-      name: 'echo',
-      input: SAMPLES.map((s) => info(inputName(s.datatype), s.onnxType)),
-      output: SAMPLES.map((s) => info(outputName(s.datatype), s.onnxType)),
-      node: SAMPLES.map((s) => ({ opType: 'Identity', name: `echo_${s.datatype}`, input: [inputName(s.datatype)], output: [outputName(s.datatype)] })),
-    },
-  }).finish()
   await writeModelVersion(root, 'echo', 1, { 'model.onnx': model })
 }
 

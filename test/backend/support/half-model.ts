@@ -1,20 +1,12 @@
-import onnxProto from 'onnx-proto'
 import { writeModelConfig, writeModelVersion } from '../../../tools/training/repository-writer.ts'
+import { encodeModel, tensorInfo } from './onnx-graph.ts'
 
-const { onnx } = onnxProto
 const WIDTH = 4
 
 /** An FP16 model that returns its input (`values` [batch, 4] → `same`): what goes in must come back. */
 export const writeHalfIdentityModel = async (repositoryDir: string, name: string): Promise<void> => {
-  const half = (tensor: string): onnxProto.onnx.IValueInfoProto => ({
-    name: tensor,
-    type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT16, shape: { dim: [{ dimParam: 'batch' }, { dimValue: WIDTH }] } } },
-  })
-  const model = onnx.ModelProto.create({
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 17 }],
-    graph: { name, node: [{ opType: 'Identity', name: 'same', input: ['values'], output: ['same'] }], input: [half('values')], output: [half('same')] },
-  })
+  const half = (tensor: string) => tensorInfo(tensor, 'FLOAT16', ['batch', WIDTH])
+  const model = encodeModel({ name, node: [{ opType: 'Identity', name: 'same', input: ['values'], output: ['same'] }], input: [half('values')], output: [half('same')] })
   await writeModelConfig(repositoryDir, {
     name,
     platform: 'onnxruntime',
@@ -26,5 +18,5 @@ export const writeHalfIdentityModel = async (repositoryDir: string, name: string
     intra_op_threads: 1,
     version_policy: { latest: 1 },
   })
-  await writeModelVersion(repositoryDir, name, 1, { 'model.onnx': onnx.ModelProto.encode(model).finish() })
+  await writeModelVersion(repositoryDir, name, 1, { 'model.onnx': model })
 }

@@ -1,5 +1,6 @@
 import onnxProto from 'onnx-proto'
 import { writeModelConfig, writeModelVersion } from '../../../tools/training/repository-writer.ts'
+import { encodeModel, tensorInfo } from './onnx-graph.ts'
 
 const { onnx } = onnxProto
 
@@ -8,25 +9,15 @@ const { onnx } = onnxProto
  * row's sum. Rows of different lengths cannot share a batch, and a wrong row shows in its sum.
  */
 export const rowSumOnnx = (): Uint8Array => {
-  const float = (name: string, dims: Array<string | number>): onnxProto.onnx.IValueInfoProto => ({
-    name,
-    type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: dims.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) } } },
-  })
   const axes = Buffer.alloc(8)
   axes.writeBigInt64LE(1n)
-  const model = onnx.ModelProto.create({
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 17 }],
-    producerName: 'edge-infer tests',
-    graph: {
-      name: 'row-sum',
-      node: [{ opType: 'ReduceSum', name: 'sum', input: ['values', 'axes'], output: ['sum'], attribute: [{ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 1 }] }],
-      initializer: [{ name: 'axes', dims: [1], dataType: onnx.TensorProto.DataType.INT64, rawData: axes }],
-      input: [float('values', ['batch', 'length'])],
-      output: [float('sum', ['batch', 1])],
-    },
+  return encodeModel({
+    name: 'row-sum',
+    node: [{ opType: 'ReduceSum', name: 'sum', input: ['values', 'axes'], output: ['sum'], attribute: [{ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 1 }] }],
+    initializer: [{ name: 'axes', dims: [1], dataType: onnx.TensorProto.DataType.INT64, rawData: axes }],
+    input: [tensorInfo('values', 'FLOAT', ['batch', 'length'])],
+    output: [tensorInfo('sum', 'FLOAT', ['batch', 1])],
   })
-  return onnx.ModelProto.encode(model).finish()
 }
 
 /** Writes the row-sum model as `name` version 1, batching with the given queue delay. */
