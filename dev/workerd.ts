@@ -27,6 +27,13 @@ export interface RateLimitConfig {
   simple: { limit: number; period: 10 | 60 }
 }
 
+/** wrangler.toml's compatibility date and flags, and its `[[ratelimits]]`: what every local run of the worker takes from it. */
+export const wranglerConfig = () => {
+  const config = unstable_readConfig({ config: WRANGLER_TOML })
+  if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} names no compatibility_date`)
+  return { compatibilityDate: config.compatibility_date, compatibilityFlags: config.compatibility_flags, ratelimits: config.ratelimits }
+}
+
 /**
  * Miniflare options that run a wrangler-built bundle in workerd the way a deploy runs it: the
  * compatibility date and flags come from wrangler.toml, never a copy. Miniflare 5 (the one
@@ -34,15 +41,14 @@ export interface RateLimitConfig {
  * single-worker form and keeps the dev registry off, so parallel test workers never find each other.
  */
 export const bundledWorkerOptions = async ({ bundle, bindings, onLog, ratelimits, ...shared }: BundledWorkerOptions): Promise<MiniflareOptions> => {
-  const config = unstable_readConfig({ config: WRANGLER_TOML })
-  if (!config.compatibility_date) throw new Error(`${WRANGLER_TOML} names no compatibility_date`)
+  const config = wranglerConfig()
   return convertV4MiniflareOptions({
     ...shared,
     ...(onLog && { handleStructuredLogs: ({ level, message }: { level: string; message: string }) => onLog(level, message) }),
     modules: [{ type: 'ESModule', path: bundle, contents: await readFile(bundle, 'utf8') }],
     modulesRoot: dirname(bundle),
-    compatibilityDate: config.compatibility_date,
-    compatibilityFlags: config.compatibility_flags,
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
     bindings,
     ratelimits: ratelimits ?? Object.fromEntries((config.ratelimits as Array<RateLimitConfig & { name: string }>).map(({ name, namespace_id, simple }) => [name, { namespace_id, simple }])),
   })

@@ -120,7 +120,6 @@ const jsonOf = (text: string): unknown => {
   }
 }
 
-export const backendError = async (res: Response): Promise<string> => errorOf(jsonOf(await res.text().catch(() => '')), res.status)
 
 /**
  * A backend's answer, its body read in full within the attempt's bound: a body that stops
@@ -133,7 +132,11 @@ interface Answer {
   text: string
 }
 
-const errorOfAnswer = ({ text, status }: Answer): string => errorOf(jsonOf(text), status)
+/** The protocol's `{"error": "..."}` of an answer's text, else its status. */
+const errorOfAnswer = ({ text, status }: Pick<Answer, 'text' | 'status'>): string => errorOf(jsonOf(text), status)
+
+/** The same for a response whose body is still to be read (the monitor's reads). */
+export const backendError = async (res: Response): Promise<string> => errorOfAnswer({ text: await res.text().catch(() => ''), status: res.status })
 
 /** A successful answer's body, which the protocol makes JSON: anything else is the tier's fault. */
 const jsonAnswer = <T>({ text }: Answer): T => {

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { wranglerConfig } from '../../../dev/workerd.ts'
+import { freePort } from '../../../test/support/ports.ts'
 import { positiveInt } from '../../harness/env.ts'
 import { onCleanup, spawnChild } from '../../harness/processes.ts'
 import { ROOT } from '../../harness/servers.ts'
@@ -52,7 +53,7 @@ export const capnpString = (text: string): string => {
 }
 
 /** workerd's config for one ES module worker on 127.0.0.1:`port`, with text bindings, allowed to call a backend on this machine. */
-export const workerdConfig = (port: number, compatibilityDate: string, bindings: Readonly<Record<string, string>>): string => `using Workerd = import "/workerd/workerd.capnp";
+export const workerdConfig = (port: number, { compatibilityDate, compatibilityFlags }: { compatibilityDate: string; compatibilityFlags: readonly string[] }, bindings: Readonly<Record<string, string>>): string => `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .worker),
@@ -63,6 +64,7 @@ const config :Workerd.Config = (
 const worker :Workerd.Worker = (
   modules = [(name = "worker.js", esModule = embed "worker.js")],
   compatibilityDate = ${capnpString(compatibilityDate)},
+  compatibilityFlags = [${compatibilityFlags.map(capnpString).join(', ')}],
   bindings = [${Object.entries(bindings).map(([name, value]) => `(name = ${capnpString(name)}, text = ${capnpString(value)})`).join(', ')}],
 );
 `
@@ -72,21 +74,9 @@ export const workerdDirectory = async (bundle: string, bindings: Readonly<Record
   const dir = await mkdtemp(join(tmpdir(), 'bench-edge-workerd-'))
   onCleanup(() => rm(dir, { recursive: true, force: true }))
   await copyFile(bundle, join(dir, 'worker.js'))
-  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(await readFile(join(ROOT, 'wrangler.toml'), 'utf8'))?.[1]
-  if (!date) throw new Error('wrangler.toml names no compatibility_date')
-  await writeFile(join(dir, 'config.capnp'), workerdConfig(port, date, bindings))
+  await writeFile(join(dir, 'config.capnp'), workerdConfig(port, wranglerConfig(), bindings))
   return join(dir, 'config.capnp')
 }
-
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
 
 /** A worker to count: its bundle and which bindings it takes (the edge's or the peer worker's). */
 export interface CountedBundle {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cleanUp, spawnChild, type Child } from '../../../../load/harness/processes.ts'
 import { bundleWorker } from '../../../../load/bench/edge/bundle.ts'
 import { startBenchBackend, type BenchBackend } from '../../../../load/bench/edge/versus-peer.ts'
-import { WORKERD, capnpString, freePort, instructionsVerdict, workerdDirectory } from '../../../../load/bench/edge/workerd-instructions.ts'
+import { WORKERD, capnpString, instructionsVerdict, workerdDirectory } from '../../../../load/bench/edge/workerd-instructions.ts'
+import { freePort } from '../../../support/ports.ts'
 import { PREDICT_PATH, WARM_USER, predictBody } from '../../../../load/bench/edge/workload.ts'
 
 describe("the config the instruction count runs workerd on", () => {
